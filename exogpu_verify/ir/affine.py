@@ -94,7 +94,14 @@ def to_isl_str(e: Expr, rename: dict[str, str] | None = None) -> str:
         return f"(-{to_isl_str(e.arg, rename)})"
     if isinstance(e, BinOp):
         a, b = to_isl_str(e.lhs, rename), to_isl_str(e.rhs, rename)
-        if e.op in ("+", "-", "*"):
+        if e.op == "*":
+            # isl reads only `constant * expr`
+            k = const_value(e.lhs)
+            other = b
+            if k is None:
+                k, other = const_value(e.rhs), a
+            return f"({k} * ({other}))"
+        if e.op in ("+", "-"):
             return f"({a} {e.op} {b})"
         if e.op == "/":
             return f"floor(({a})/{b})"

@@ -1,0 +1,167 @@
+"""``exogpu-verify``: check every module-level proc in the given files and folders.
+
+Exit status: 0 all proven or checked; 1 something refuted or a user error; 2 bad usage;
+3 inconclusive (some verdict ``unknown``, nothing refuted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+from .api import MODES, Report, verify
+from .errors import Diagnostic, ExoGpuError
+from .ir.nodes import Procedure
+
+EXIT_OK, EXIT_REFUTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_sizes(text: str | None) -> dict | None:
+    """``N=4096,M=512`` -> ``{"N": 4096, "M": 512}``."""
+    if not text:
+        return None
+    out = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, eq, val = part.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise UsageError(f"--sizes: expected NAME=INT, got {part!r} (e.g. --sizes N=4096,M=512)")
+        try:
+            v = int(val)
+        except ValueError:
+            raise UsageError(f"--sizes: {name.strip()} must be an integer, got {val!r}") from None
+        if v <= 0:
+            raise UsageError(f"--sizes: {name.strip()} must be positive, got {v}")
+        out[name.strip()] = v
+    return out
+
+
+def find_files(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            files += sorted(f for f in path.rglob("*.py") if "__pycache__" not in f.parts)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError(f"no such file or folder: {p}")
+    return files
+
+
+def load_module(path: Path):
+    """Import a file as a module; returns (module, None) or (None, Diagnostic)."""
+    name = "exogpu_user_" + "_".join(path.with_suffix("").parts[-3:]).replace("-", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        return None, Diagnostic("usage", f"cannot import {path}", str(path), 1, 0)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        spec.loader.exec_module(mod)
+    except ExoGpuError as e:
+        return None, e.diagnostic
+    except SyntaxError as e:
+        return None, Diagnostic("syntax", f"Python syntax error: {e.msg}", e.filename or str(path),
+                                e.lineno, (e.offset or 1) - 1)
+    except Exception as e:  # noqa: BLE001 - user module code failed; report, no traceback
+        tb = e.__traceback__
+        line = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == str(path) or \
+                    Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return None, Diagnostic("usage", f"importing {path} raised {type(e).__name__}: {e}",
+                                str(path), line, 0,
+                                hint="the module must import cleanly before its procs can be "
+                                     "checked")
+    finally:
+        sys.path.pop(0)
+    return mod, None
+
+
+def module_procs(mod) -> list[Procedure]:
+    """Module-level procs defined in ``mod`` (instructions and imported procs excluded)."""
+    out = []
+    for v in vars(mod).values():
+        if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod):
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _exit_code(reports: list[Report], load_errors: int) -> int:
+    if load_errors or any(r.verdict == "refuted" for r in reports):
+        return EXIT_REFUTED
+    if any(r.verdict == "unknown" for r in reports):
+        return EXIT_UNKNOWN
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="exogpu-verify",
+        description="Check that every module-level proc in PATHs is race-free "
+                    "(seq[p] == par[p]).")
+    ap.add_argument("paths", nargs="+", metavar="PATH", help="files or folders of .py modules")
+    ap.add_argument("--sizes", help="concrete sizes, e.g. N=4096,M=512")
+    ap.add_argument("--mode", choices=MODES, default="auto")
+    ap.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    ap.add_argument("--certificates", metavar="DIR",
+                    help="write proof certificates for proven procs into DIR")
+    ap.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                    help="solver timeout per proc in seconds (default 60)")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_USAGE if e.code else EXIT_OK
+    from .output import Output
+
+    out = Output(json_mode=args.json)
+    try:
+        sizes = parse_sizes(args.sizes)
+        files = find_files(args.paths)
+        if args.timeout <= 0:
+            raise UsageError("--timeout must be positive")
+        if args.certificates:
+            raise UsageError("--certificates needs the symbolic checker, which is not "
+                             "implemented yet; no certificate can be written")
+    except UsageError as e:
+        out.usage_error(str(e))
+        return EXIT_USAGE
+    if not files:
+        out.usage_error(f"no .py files under {' '.join(args.paths)}")
+        return EXIT_USAGE
+    reports: list[Report] = []
+    load_errors = 0
+    t0 = time.perf_counter()
+    for f in files:
+        mod, diag = load_module(f)
+        if diag is not None:
+            load_errors += 1
+            out.load_error(f, diag)
+            continue
+        for p in module_procs(mod):
+            with out.progress(p.name):
+                r = verify(p, sizes=sizes, mode=args.mode, timeout_s=args.timeout)
+            reports.append(r)
+            out.report(f, r)
+    code = _exit_code(reports, load_errors)
+    out.finish(reports, load_errors, time.perf_counter() - t0, code)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Terminal and JSON output of ``exogpu-verify`` (rich for people, plain JSON for machines)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import threading
+
+from rich.console import Console
+from rich.markup import escape
+
+from .api import Report
+from .errors import Diagnostic, render
+
+_STYLE = {"proven": "bold green", "checked": "green", "refuted": "bold red",
+          "unknown": "yellow"}
+
+
+class Output:
+    def __init__(self, json_mode: bool):
+        self.json_mode = json_mode
+        self.console = Console(stderr=False, highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.items: list[dict] = []
+        self.errors: list[dict] = []
+
+    def usage_error(self, msg: str) -> None:
+        if self.json_mode:
+            print(json.dumps({"error": "usage", "message": msg}))
+        else:
+            self.err.print(f"[bold red]exogpu-verify: usage error:[/] {escape(msg)}")
+
+    def load_error(self, path, d: Diagnostic) -> None:
+        if self.json_mode:
+            self.errors.append({"file": str(path), "diagnostic": d.to_json()})
+            return
+        self.console.print(f"[bold red]error[/] loading {escape(str(path))}")
+        self.console.print(escape(render(d)))
+
+    @contextlib.contextmanager
+    def progress(self, name: str):
+        """A spinner for checks that take more than a second, on a terminal only."""
+        if self.json_mode or not self.console.is_terminal:
+            yield
+            return
+        done = threading.Event()
+        status = None
+
+        def show():
+            nonlocal status
+            if not done.wait(1.0):
+                status = self.console.status(f"checking {name} ...")
+                status.start()
+
+        th = threading.Thread(target=show, daemon=True)
+        th.start()
+        try:
+            yield
+        finally:
+            done.set()
+            th.join()
+            if status is not None:
+                status.stop()
+
+    def report(self, path, r: Report) -> None:
+        if self.json_mode:
+            d = r.to_json()
+            d["file"] = str(path)
+            self.items.append(d)
+            return
+        style = _STYLE[r.verdict]
+        self.console.print(f"[{style}]{r.verdict:>8}[/]  {escape(str(path))}::{escape(r.proc)}"
+                           + (f"  [dim]{escape(r.reason)}[/]" if r.reason else ""))
+        for d in r.diagnostics:
+            self.console.print(escape(render(d)))
+        if r.witness is not None:
+            self.console.print(f"  witness at sizes {r.witness.sizes}")
+
+    def finish(self, reports: list[Report], load_errors: int, seconds: float, code: int) -> None:
+        if self.json_mode:
+            print(json.dumps({"exit_code": code, "reports": self.items,
+                              "load_errors": self.errors, "seconds": round(seconds, 3)},
+                             indent=2))
+            return
+        counts: dict[str, int] = {}
+        for r in reports:
+            counts[r.verdict] = counts.get(r.verdict, 0) + 1
+        parts = [f"{n} {v}" for v, n in sorted(counts.items())]
+        if load_errors:
+            parts.append(f"{load_errors} file(s) failed to load")
+        self.console.print(f"{len(reports)} proc(s): {', '.join(parts) or 'none'} "
+                           f"in {seconds:.2f}s")
+        sys.stdout.flush()
