@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
+import os
 import textwrap
 from collections import ChainMap
 
@@ -144,6 +146,7 @@ def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>"
     ``env`` supplies free names on top of the language namespace.
     """
     text = textwrap.dedent(text)
+    _remember_source(text, file)
     try:
         module = ast.parse(text, filename=file)
     except SyntaxError as e:
@@ -155,21 +158,48 @@ def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>"
         raise user_error("syntax", "no function definition found", SrcInfo(file, 1, 0))
     fdef = fdefs[0]
     if instr_info is None:
-        instr_info = _decorator_instr(fdef, env or {})
+        instr_info = _decorator_instr(fdef, env or {}, file, text.splitlines())
     scope = ChainMap(dict(env or {}), language_namespace())
     return Parser(fdef, scope, file, 0, 0, text.splitlines(), instr_info).parse()
 
 
-def _decorator_instr(fdef: ast.FunctionDef, env: dict):
+def _remember_source(text: str, file: str) -> None:
+    """Let diagnostics show excerpts of source text that is not a file on disk.
+
+    ``Diagnostic`` keeps file and line but not the line's text, and renders excerpts through
+    ``linecache``; entries without an mtime are never evicted by ``linecache.checkcache``.
+    """
+    if not os.path.exists(file):
+        linecache.cache[file] = (len(text), None, text.splitlines(True), file)
+
+
+def _decorator_instr(fdef: ast.FunctionDef, env: dict, file: str = "<string>",
+                     lines: list[str] | None = None):
     """For source text: an ``@instr(...)`` decorator is evaluated; ``@proc`` means none."""
     for d in fdef.decorator_list:
         if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "instr":
             ns = ChainMap(dict(env), language_namespace())
-            kwargs = {k.arg: eval(compile(ast.Expression(k.value), "<decorator>", "eval"),  # noqa
-                                  {}, ns) for k in d.keywords}
-            args = [eval(compile(ast.Expression(a), "<decorator>", "eval"), {}, ns)  # noqa
-                    for a in d.args]
-            return _instr_info(*_instr_args(args, kwargs), None)
+            line = lines[d.lineno - 1] if lines and 0 < d.lineno <= len(lines) else None
+            si = SrcInfo(file, d.lineno, d.col_offset, text=line)
+
+            def ev(node):
+                try:
+                    return eval(compile(ast.Expression(node), "<decorator>", "eval"), {}, ns)  # noqa
+                except NameError as e:
+                    raise user_error("syntax", f"unknown name in the @instr decorator: {e}",
+                                     si) from None
+                except Exception as e:  # user code in the decorator: a located error
+                    raise user_error("type", f"evaluating the @instr decorator raised "
+                                     f"{type(e).__name__}: {e}", si) from None
+
+            kwargs = {k.arg: ev(k.value) for k in d.keywords}
+            args = [ev(a) for a in d.args]
+            info = _instr_args(args, kwargs)
+            # _instr_info reports at the caller frame; from text, point at the decorator
+            try:
+                return _instr_info(*info, None)
+            except ExoGpuError as e:
+                raise user_error(e.diagnostic.kind, e.diagnostic.message, si) from None
     return None
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..errors import ExoGpuError, user_error
 from ..ir import nodes as N
+from ..ir.affine import const_value
 from ..ir.memories import BarrierMechanism, Memory, RingBufferBy
 from ..ir.srcinfo import SrcInfo
 from ..ir.types import BarrierType, ControlType, ScalarType, bool_, index, int_, size
@@ -254,10 +255,13 @@ class Parser(ExprParser, SyncParser):
                            hint="move the allocation into the kernel body")
         if not mem.symbolic_extents or self.in_cuda:
             for e in ttype.shape:
-                if not isinstance(e, N.Const):
+                if const_value(e) is None:
                     raise self.err("type", f"{mem} allocation '{name}' requires a constant "
                                    f"shape, not [{', '.join(self.show(x) for x in ttype.shape)}]",
                                    s, hint="device allocations must have constant extents")
+            # constant extents such as `2 * BM` are folded: later passes read ints
+            ttype = N.TensorType(ttype.scalar, tuple(_fold(e) for e in ttype.shape),
+                                 ttype.is_window)
         self.declare(name, VarInfo("data", ttype, mem, ttype.shape), s.target)
         return N.Alloc(name, ttype, mem, si)
 
@@ -453,11 +457,12 @@ class Parser(ExprParser, SyncParser):
             if not isinstance(unit, CollUnit):
                 raise self.err("type", f"unit must be a collective unit (cuda_thread, cuda_warp, "
                                f"cuda_warpgroup, ...), not {_describe(unit)}", unit_node)
-            if not (isinstance(lo, N.Const) and lo.val == 0):
+            if const_value(lo) != 0:
                 raise self.err("type", "cuda_threads loops start at 0", pos[0])
-            if not isinstance(hi, N.Const) or hi.val <= 0:
+            if const_value(hi) is None or const_value(hi) <= 0:
                 raise self.err("type", "cuda_threads loop count must be a positive constant",
                                pos[1])
+            lo, hi = _fold(lo), _fold(hi)  # `256 / count` with a Python int: a constant
             mode = N.CudaThreads(unit)
         if self.instr is not None and not isinstance(mode, N.Seq):
             raise self.err("scope", "instruction bodies are sequential; use seq loops", s)
@@ -549,6 +554,13 @@ class Parser(ExprParser, SyncParser):
 
 def _int():
     return int_
+
+
+def _fold(e):
+    """A constant control expression as one ``Const`` (kept as is when already one)."""
+    if isinstance(e, N.Const):
+        return e
+    return N.Const(const_value(e), int_, e.srcinfo)
 
 
 def _walk(s):

@@ -74,6 +74,16 @@ def _is_full(w: N.WindowExpr, shape) -> bool:
         and a.hi == ext for a, ext in zip(w.idx, shape))
 
 
+def _ring_extent(x: N.BarrierDim) -> str:
+    """``e @ ring_buffer_by(d)``; ``@`` binds like ``*``, so ``K + 1`` needs parentheses."""
+    if x.ring_depth is None:
+        return expr_str(x.extent)
+    e = expr_str(x.extent)
+    if _prec(x.extent) < _PREC["*"]:
+        e = f"({e})"
+    return f"{e} @ ring_buffer_by({x.ring_depth})"
+
+
 def _shape_str(shape) -> str:
     return f"[{', '.join(expr_str(s) for s in shape)}]" if shape else ""
 
@@ -116,8 +126,7 @@ class _Printer:
             self.shapes[s.name] = s.type.shape
             self.emit(d, f"{s.name}: {_ttype(s.type)} @ {s.mem}")
         elif isinstance(s, N.BarrierAlloc):
-            dims = [expr_str(x.extent) + (f" @ ring_buffer_by({x.ring_depth})"
-                                          if x.ring_depth is not None else "") for x in s.dims]
+            dims = [_ring_extent(x) for x in s.dims]
             shape = f"[{', '.join(dims)}]" if dims else ""
             self.emit(d, f"{s.name}: barrier{shape} @ {s.mech}")
         elif isinstance(s, N.Assign):
@@ -172,7 +181,10 @@ def _decorator(p: N.Procedure) -> str:
     if p.instr is None:
         return "@proc"
     i = p.instr
-    parts = [f"timeline={i.timeline}", f"unit={i.unit}"]
+    parts = [f"timeline={i.timeline}"]
+    if not (i.timeline.device == "cpu" and i.unit.name == "standalone_thread"):
+        # the host-thread unit is the CPU default and has no name in the language
+        parts.append(f"unit={i.unit}")
     if i.barrier is not None:
         parts.append(f"barrier={i.barrier}")
     if i.codegen_text is not None:

@@ -400,6 +400,8 @@ class Rewrite:
     args: str
     checked: str
     unsafe: bool = False
+    #: statement-path forwarding from the input procedure (set by ``exogpu_verify.schedule``)
+    forward: object = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,3 +451,24 @@ class Procedure:
         from ..semantics import interpret
 
         return interpret(self, **args)
+
+    # Exo-style cursor entry points (the scheduling layer, imported lazily)
+    def find(self, pattern: str, many: bool = False):
+        from ..schedule.cursors import find
+
+        return find(self, pattern, many)
+
+    def find_loop(self, pattern: str, many: bool = False):
+        from ..schedule.cursors import find_loop
+
+        return find_loop(self, pattern, many)
+
+    def find_alloc_or_arg(self, name: str):
+        from ..schedule.cursors import find_alloc_or_arg
+
+        return find_alloc_or_arg(self, name)
+
+    def forward(self, cursor):
+        from ..schedule.cursors import forward
+
+        return forward(self, cursor)

@@ -1,0 +1,287 @@
+"""GPU IR -> AMIR (paper 5.2): inline windows and CPU-scope calls, lower effects to accesses.
+
+``lower_to_amir(p)`` establishes: every data effect is an ``AmAccess`` on a base variable
+(windows resolved to boxes of the base), with its mode (read, write-only, read-write or
+atomic; for instruction arguments from a syntactic analysis of the instruction body, paper
+5.2.3) and its instruction timeline; accesses to sync-exempt memories (DRAM, grid
+constants) are dropped; each allocation is followed by an ``AmFree`` at the end of its
+block; Fence/Arrive/Await keep their timelines. It assumes a program accepted by the
+frontend (names resolve, shapes match).
+"""
+
+from __future__ import annotations
+
+from ..ir import nodes as N
+from ..ir.memories import BarrierMechanism, Memory
+from ..ir.timelines import cpu_in_order_instr, cuda_in_order_instr
+from ..ir.types import ScalarType, index
+from . import nodes as A
+
+
+def param_modes(instr: N.Procedure) -> dict[str, str]:
+    """Access mode per data parameter of an instruction: read, write (write-only) or rw."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    alias: dict[str, str] = {p.name: p.name for p in instr.params if p.is_data}
+
+    def expr_reads(e):
+        if isinstance(e, N.Read) and isinstance(e.type, ScalarType) and e.name in alias:
+            reads.add(alias[e.name])
+        for attr in ("lhs", "rhs", "arg"):
+            if hasattr(e, attr):
+                expr_reads(getattr(e, attr))
+        for a in getattr(e, "args", ()) or ():
+            expr_reads(a)
+
+    def walk(stmts):
+        for s in stmts:
+            if isinstance(s, N.Assign):
+                expr_reads(s.rhs)
+                if s.name in alias:
+                    writes.add(alias[s.name])
+            elif isinstance(s, N.Reduce):
+                expr_reads(s.rhs)
+                if s.name in alias:
+                    reads.add(alias[s.name])
+                    writes.add(alias[s.name])
+            elif isinstance(s, N.WindowStmt):
+                if s.rhs.name in alias:
+                    alias[s.name] = alias[s.rhs.name]
+            elif isinstance(s, N.Call):
+                sub = param_modes(s.callee)
+                for prm, arg in zip(s.callee.params, s.args):
+                    if prm.is_data and isinstance(arg, N.WindowExpr) and arg.name in alias:
+                        m = sub.get(prm.name, "read")
+                        if m in ("read", "rw"):
+                            reads.add(alias[arg.name])
+                        if m in ("write", "rw"):
+                            writes.add(alias[arg.name])
+            elif isinstance(s, N.If):
+                expr_reads(s.cond)
+            for attr in ("body", "orelse"):
+                walk(getattr(s, attr, ()) or ())
+
+    walk(instr.body)
+    out = {}
+    for p in instr.params:
+        if p.is_data:
+            r, w = p.name in reads, p.name in writes
+            out[p.name] = "rw" if (r and w) else ("write" if w else "read")
+    return out
+
+
+def _add(a, b):
+    if isinstance(a, N.Const) and a.val == 0:
+        return b
+    if isinstance(b, N.Const) and b.val == 0:
+        return a
+    return N.BinOp("+", a, b, index)
+
+
+def rename_expr(e, ren: dict):
+    """Substitute control variables (name -> Expr) in a control expression."""
+    if isinstance(e, N.Read) and not e.idx:
+        return ren.get(e.name, e)
+    if isinstance(e, N.BinOp):
+        return N.BinOp(e.op, rename_expr(e.lhs, ren), rename_expr(e.rhs, ren), e.type, e.srcinfo)
+    if isinstance(e, N.UnOp):
+        return N.UnOp(e.op, rename_expr(e.arg, ren), e.type, e.srcinfo)
+    return e
+
+
+class _Scope:
+    """Bindings while converting one (possibly inlined) procedure body."""
+
+    def __init__(self, ctrl: dict, data: dict, barriers: dict, prefix: str):
+        self.ctrl = ctrl          # name -> Expr
+        self.data = data          # name -> (base, template)
+        self.barriers = barriers  # name -> base name
+        self.prefix = prefix
+
+    def child(self):
+        return _Scope(dict(self.ctrl), dict(self.data), dict(self.barriers), self.prefix)
+
+    def fresh(self, name: str) -> str:
+        return f"{self.prefix}{name}" if self.prefix else name
+
+
+class _Converter:
+    def __init__(self, p: N.Procedure):
+        self.p = p
+        self.mems: dict[str, Memory] = {}
+        self.inline_count = 0
+        self.in_cuda = False
+
+    def base_box(self, sc: _Scope, name: str, idx) -> tuple[str, tuple]:
+        """Resolve ``name[idx]`` (idx: Point/Interval list or plain exprs) to the base box."""
+        base, tmpl = sc.data[name]
+        out, k = [], 0
+        idx = list(idx)
+        for t in tmpl:
+            if t[0] == "pt":
+                out.append(t)
+                continue
+            lo = t[1]
+            w = idx[k]
+            k += 1
+            if isinstance(w, N.Interval):
+                out.append(("iv", _add(lo, rename_expr(w.lo, sc.ctrl)),
+                            _add(lo, rename_expr(w.hi, sc.ctrl))))
+            else:
+                pt = w.pt if isinstance(w, N.Point) else w
+                out.append(("pt", _add(lo, rename_expr(pt, sc.ctrl))))
+        return base, tuple(out)
+
+    def exempt(self, base: str) -> bool:
+        m = self.mems.get(base)
+        return m is None or (isinstance(m, Memory) and m.sync_exempt)
+
+    def tl(self):
+        return cuda_in_order_instr if self.in_cuda else cpu_in_order_instr
+
+    def reads_of(self, e, sc: _Scope, out: list, src):
+        if isinstance(e, N.Read) and isinstance(e.type, ScalarType):
+            base, box = self.base_box(sc, e.name, e.idx)
+            if not self.exempt(base):
+                out.append(A.AmAccess(base, box, "read", self.tl(), (), e.srcinfo or src,
+                                      f"read of {e.name}"))
+            for i in e.idx:
+                self.reads_of(i, sc, out, src)
+            return
+        for attr in ("lhs", "rhs", "arg"):
+            if hasattr(e, attr):
+                self.reads_of(getattr(e, attr), sc, out, src)
+        for a in getattr(e, "args", ()) or ():
+            self.reads_of(a, sc, out, src)
+
+    def block(self, stmts, sc: _Scope) -> tuple:
+        out: list = []
+        allocs: list = []
+        sc = sc.child()
+        for s in stmts:
+            out += self.stmt(s, sc, allocs)
+        for name, si in reversed(allocs):
+            out.append(A.AmFree(name, si))
+        return tuple(out)
+
+    def stmt(self, s, sc: _Scope, allocs: list) -> list:
+        si = s.srcinfo
+        if isinstance(s, N.Pass):
+            return []
+        if isinstance(s, N.Alloc):
+            name = sc.fresh(s.name)
+            sc.data[s.name] = (name, tuple(("iv", N.Const(0, index), e) for e in s.type.shape))
+            self.mems[name] = s.mem
+            allocs.append((name, si))
+            shape = tuple(rename_expr(e, sc.ctrl) for e in s.type.shape)
+            return [A.AmAlloc(name, shape, s.mem, (), si, s.name)]
+        if isinstance(s, N.BarrierAlloc):
+            name = sc.fresh(s.name)
+            sc.barriers[s.name] = name
+            self.mems[name] = s.mech
+            allocs.append((name, si))
+            return [A.AmAlloc(name, tuple(rename_expr(d.extent, sc.ctrl) for d in s.dims),
+                              s.mech, tuple(d.ring_depth for d in s.dims), si, s.name)]
+        if isinstance(s, (N.Assign, N.Reduce)):
+            out: list = []
+            self.reads_of(s.rhs, sc, out, si)
+            for i in s.idx:
+                self.reads_of(i, sc, out, si)
+            base, box = self.base_box(sc, s.name, s.idx)
+            if not self.exempt(base):
+                mode = "write" if isinstance(s, N.Assign) else "rw"
+                out.append(A.AmAccess(base, box, mode, self.tl(), (), si,
+                                      f"{'write' if mode == 'write' else 'reduction'} of {s.name}"))
+            return out
+        if isinstance(s, N.WindowStmt):
+            base, box = self.base_box(sc, s.rhs.name, s.rhs.idx)
+            sc.data[s.name] = (base, box)
+            return []
+        if isinstance(s, N.For):
+            it = sc.fresh(s.iter)
+            inner = sc.child()
+            inner.ctrl[s.iter] = N.Read(it, (), index)
+            kind = {"Seq": "seq", "CudaTasks": "task", "CudaThreads": "threads"}[
+                type(s.mode).__name__]
+            unit = s.mode.unit if isinstance(s.mode, N.CudaThreads) else None
+            body = self.block(s.body, inner)
+            innermost = kind == "task" and not any(
+                isinstance(b, N.For) and isinstance(b.mode, N.CudaTasks) for b in s.body)
+            return [A.AmFor(it, rename_expr(s.lo, sc.ctrl), rename_expr(s.hi, sc.ctrl), kind,
+                            unit, body, si, innermost)]
+        if isinstance(s, N.If):
+            return [A.AmIf(rename_expr(s.cond, sc.ctrl), self.block(s.body, sc),
+                           self.block(s.orelse, sc) if s.orelse else (), si)]
+        if isinstance(s, N.With):
+            if isinstance(s.ctx, N.CudaDeviceFunction):
+                self.in_cuda = True
+                try:
+                    body = self.block(s.body, sc)
+                finally:
+                    self.in_cuda = False
+                return [A.AmKernel(s.ctx, body, si)]
+            return [A.AmWarps(s.ctx, self.block(s.body, sc), si)]
+        if isinstance(s, N.Fence):
+            return [A.AmFence(s.L1, s.L2, si)]
+        if isinstance(s, N.Arrive):
+            return [A.AmArrive(s.L1, tuple(self.bref(b, sc) for b in s.targets), si)]
+        if isinstance(s, N.Await):
+            return [A.AmAwait(self.bref(s.target, sc), s.L2, s.N, si)]
+        if isinstance(s, N.Call):
+            if s.callee.instr is None:
+                return self.inline(s, sc)
+            return self.instr_call(s, sc)
+        raise TypeError(f"cannot lower {type(s).__name__}")
+
+    def bref(self, b: N.BarrierRef, sc: _Scope) -> A.AmBarrierRef:
+        idx = []
+        for w in b.idx:
+            if isinstance(w, N.Interval):
+                idx.append(("iv", rename_expr(w.lo, sc.ctrl), rename_expr(w.hi, sc.ctrl)))
+            else:
+                idx.append(("pt", rename_expr(w.pt, sc.ctrl)))
+        return A.AmBarrierRef(sc.barriers[b.name], tuple(idx), b.srcinfo)
+
+    def instr_call(self, s: N.Call, sc: _Scope) -> list:
+        info = s.callee.instr
+        modes = param_modes(s.callee)
+        barriers = tuple(self.bref(b, sc) for b in s.barriers)
+        reads, writes = [], []
+        for prm, arg in zip(s.callee.params, s.args):
+            if not prm.is_data:
+                continue
+            base, box = self.base_box(sc, arg.name, arg.idx)
+            if self.exempt(base):
+                continue
+            mode = "atomic" if prm.name in info.atomic else modes[prm.name]
+            acc = A.AmAccess(base, box, mode, info.timeline, barriers, s.srcinfo,
+                             f"argument '{prm.name}' ({arg.name}) of {s.callee.name}()")
+            (reads if mode == "read" else writes).append(acc)
+        return reads + writes
+
+    def inline(self, s: N.Call, sc: _Scope) -> list:
+        self.inline_count += 1
+        callee = s.callee
+        inner = _Scope({}, {}, dict(sc.barriers), f"{callee.name}#{self.inline_count}.")
+        for prm, arg in zip(callee.params, s.args):
+            if prm.is_data:
+                inner.data[prm.name] = self.base_box(sc, arg.name, arg.idx)
+            else:
+                inner.ctrl[prm.name] = rename_expr(arg, sc.ctrl)
+        return list(self.block(callee.body, inner))
+
+
+def lower_to_amir(p: N.Procedure) -> A.AmProc:
+    """Translate a procedure to AMIR; see the module docstring for what it establishes."""
+    c = _Converter(p)
+    sc = _Scope({}, {}, {}, "")
+    data_params = []
+    for prm in p.params:
+        if prm.is_data:
+            sc.data[prm.name] = (prm.name, tuple(("iv", N.Const(0, index), e)
+                                                 for e in prm.type.shape))
+            c.mems[prm.name] = prm.mem
+            data_params.append((prm.name, prm.mem, prm.type.shape))
+    body = c.block(p.body, sc)
+    ctrl = tuple(prm.name for prm in p.params if not prm.is_data)
+    return A.AmProc(p.name, ctrl, tuple(data_params), p.preds, body, p.srcinfo)

@@ -1,0 +1,269 @@
+"""Access histories with visibility, and how synchronization widens it (paper 5.3; notes 2.6).
+
+Model (documented in ``docs/semantics.md``): four independent visibility flags per
+(thread, qualitative timeline): ``atomic``, ``temporal``, ``full``, ``issue``. A record is one
+access to a *box* of an array (never one per element). Thread sets are ``{task: bitmask}``
+dicts, with ``ALL`` standing for every thread (CPU code and kernel boundaries).
+
+* A new in-order access by threads S on its first qual q0 gets all four flags for (S, q0);
+  an asynchronous one only ``issue``.
+* A sync by S' with first timeline L1 *synchronizes with* a record if some thread of S' has
+  ``issue`` or ``full`` on a qual of L1: through L1's full set the result is ``full``,
+  through only its temporal-only set it is ``temporal``.
+* Its effect (Fence at once; Arrive -> matching Await later) augments the record for the
+  threads S'' of the Fence/Await: ``full`` level: atomic, full, issue <- F(L2) and temporal
+  <- T(L2); ``temporal`` level: temporal <- T(L2); all restricted to the memory's quals.
+* Checks for an access by S with extended quals E: a read needs ``full`` on some q in E of
+  every earlier overlapping mutation; a write-only mutation needs ``temporal`` of earlier
+  mutations and reads; a read-write mutation ``full`` of mutations and ``temporal`` of reads;
+  an atomic access ``atomic`` of non-atomic earlier accesses. For a convergent access one
+  executing thread suffices, otherwise all must have it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALL = -1  # task key meaning "every thread"
+ATOMIC, TEMPORAL, FULL, ISSUE = range(4)
+FLAG_NAMES = ("atomic", "temporal", "full", "issue")
+
+
+def covers(ts: dict, task: int, mask: int, convergent: bool) -> bool:
+    if ALL in ts:
+        return True
+    if task == ALL:
+        return False
+    m = ts.get(task, 0)
+    return bool(m & mask) if convergent else (m & mask) == mask
+
+
+def touches(ts: dict, task: int, mask: int) -> bool:
+    if ALL in ts or task == ALL:
+        return bool(ts)
+    return bool(ts.get(task, 0) & mask)
+
+
+@dataclass(eq=False)
+class Event:
+    """One executed access or sync statement, kept for reports."""
+
+    srcinfo: object
+    what: str
+    task: int
+    mask: int
+    quals: tuple
+    env: dict
+
+
+class Record:
+    """Visibility of one access to a box: flags[(qual bit, flag)] -> {task: mask}."""
+
+    __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key")
+
+    def __init__(self, box, mutate, atomic, event, qmask, var):
+        self.box = box
+        self.key = point_key(box)
+        self.mutate = mutate
+        self.atomic = atomic
+        self.event = event
+        self.flags: dict = {}
+        self.qmask = qmask  # bits of quals the memory allows
+        self.pending: list = []
+        self.var = var
+
+    def copy_with_box(self, box) -> "Record":
+        r = Record(box, self.mutate, self.atomic, self.event, self.qmask, self.var)
+        r.flags = {k: dict(v) for k, v in self.flags.items()}
+        r.pending = list(self.pending)
+        return r
+
+    def add(self, q: int, flag: int, task: int, mask: int) -> None:
+        ts = self.flags.get((q, flag))
+        if ts is None:
+            ts = self.flags[(q, flag)] = {}
+        if task == ALL:
+            ts.clear()
+            ts[ALL] = -1
+        elif ALL not in ts:
+            ts[task] = ts.get(task, 0) | mask
+
+    def has(self, flag: int, quals, task: int, mask: int, convergent: bool) -> bool:
+        for q in quals:
+            ts = self.flags.get((q, flag))
+            if ts and covers(ts, task, mask, convergent):
+                return True
+        return False
+
+    def sync_level(self, task: int, mask: int, full_bits, temporal_bits) -> int | None:
+        """FULL or TEMPORAL if a sync by (task, mask) with this L1 synchronizes with us."""
+        level = None
+        for q in temporal_bits:
+            for flag in (ISSUE, FULL):
+                ts = self.flags.get((q, flag))
+                if ts and touches(ts, task, mask):
+                    if q in full_bits:
+                        return FULL
+                    level = TEMPORAL
+        return level
+
+    def augment(self, task: int, mask: int, L2_full, L2_temporal, level: int) -> None:
+        qm = self.qmask
+        if level == FULL:
+            for q in L2_full:
+                if q in qm:
+                    self.add(q, ATOMIC, task, mask)
+                    self.add(q, FULL, task, mask)
+                    self.add(q, ISSUE, task, mask)
+        for q in L2_temporal:
+            if q in qm:
+                self.add(q, TEMPORAL, task, mask)
+
+    def tasks(self):
+        out = set()
+        for ts in self.flags.values():
+            out.update(ts.keys())
+        return out
+
+
+def overlap(a, b) -> bool:
+    for (alo, ahi), (blo, bhi) in zip(a, b):
+        if alo >= bhi or blo >= ahi:
+            return False
+    return True
+
+
+def contains(outer, inner) -> bool:
+    return all(olo <= ilo and ihi <= ohi for (olo, ohi), (ilo, ihi) in zip(outer, inner))
+
+
+def subtract(box, cut):
+    """Boxes covering ``box`` minus ``cut`` (at most 2 per dimension)."""
+    out = []
+    rest = list(box)
+    for d, ((lo, hi), (clo, chi)) in enumerate(zip(box, cut)):
+        if clo > lo:
+            piece = list(rest)
+            piece[d] = (lo, min(hi, clo))
+            out.append(tuple(piece))
+        if chi < hi:
+            piece = list(rest)
+            piece[d] = (max(lo, chi), hi)
+            out.append(tuple(piece))
+        rest[d] = (max(lo, clo), min(hi, chi))
+    return out
+
+
+class VarState:
+    """Access history of one allocation instance (or parameter)."""
+
+    __slots__ = ("name", "mem", "shape", "mutates", "reads", "task")
+
+    def __init__(self, name, mem, shape, task):
+        self.name = name
+        self.mem = mem
+        self.shape = shape
+        self.mutates = RecStore()
+        self.reads = RecStore()
+        self.task = task
+
+
+class BarrierState:
+    """One barrier element: arrive count and the records waiting on it."""
+
+    __slots__ = ("arrives", "pending", "kind", "pre", "awaited")
+
+    def __init__(self, kind: str, pre: bool):
+        self.arrives = 1 if pre else 0
+        self.pending: list = []  # (record, count, level)
+        self.kind = kind
+        self.pre = pre
+        self.awaited = False
+
+
+def point_key(box):
+    """The index of a single-element box, or None."""
+    key = []
+    for lo, hi in box:
+        if hi != lo + 1:
+            return None
+        key.append(lo)
+    return tuple(key)
+
+
+def _volume(box) -> int:
+    n = 1
+    for lo, hi in box:
+        n *= max(hi - lo, 0)
+    return n
+
+
+def _points(box):
+    idx = [()]
+    for lo, hi in box:
+        idx = [i + (x,) for i in idx for x in range(lo, hi)]
+    return idx
+
+
+class RecStore:
+    """Records of one kind (mutations or reads) of a variable, indexed for overlap queries.
+
+    Single-element records (scalar code) live in a dict keyed by their index; wider boxes
+    (instruction tiles) in a list. Queries cost O(matches) for points and O(min(volume,
+    #points)) for boxes.
+    """
+
+    __slots__ = ("points", "boxes")
+
+    def __init__(self):
+        self.points: dict = {}
+        self.boxes: list = []
+
+    def __iter__(self):
+        for lst in self.points.values():
+            yield from lst
+        yield from self.boxes
+
+    def add(self, rec) -> None:
+        if rec.key is not None:
+            lst = self.points.get(rec.key)
+            if lst is None:
+                self.points[rec.key] = [rec]
+            else:
+                lst.append(rec)
+        else:
+            self.boxes.append(rec)
+
+    def overlapping(self, box, key=None) -> list:
+        pts = self.points
+        if key is not None:
+            out = list(pts.get(key, ()))
+            for r in self.boxes:
+                if overlap(r.box, box):
+                    out.append(r)
+            return out
+        out = []
+        if pts:
+            if _volume(box) <= len(pts):
+                for k in _points(box):
+                    lst = pts.get(k)
+                    if lst:
+                        out += lst
+            else:
+                for k, lst in pts.items():
+                    if all(lo <= x < hi for x, (lo, hi) in zip(k, box)):
+                        out += lst
+        for r in self.boxes:
+            if overlap(r.box, box):
+                out.append(r)
+        return out
+
+    def remove(self, rec) -> None:
+        if rec.key is not None:
+            lst = self.points.get(rec.key)
+            if lst is not None:
+                lst.remove(rec)
+                if not lst:
+                    del self.points[rec.key]
+        else:
+            self.boxes.remove(rec)

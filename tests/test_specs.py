@@ -1,0 +1,208 @@
+"""The kernels shipped in ``specs/``: sequential meaning, size rules, round trip, ``verify``.
+
+Every module-level procedure of every ``specs/*.py`` is run with the sequential interpreter
+on random inputs at the module's ``VERIFY_SIZES`` and compared with a numpy reference
+written here; its ``assert`` size rules reject sizes that break them; printed IR parses back
+to an equal procedure; ``verify`` answers with a ``Report`` whatever the verdict, and
+every shipped kernel is accepted whenever the checker is decisive.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import exogpu_verify
+from exogpu_verify import ExoGpuError, interpret
+from exogpu_verify.api import VERDICTS, Report
+from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
+from exogpu_verify.ir import nodes as N
+
+DIR = Path(__file__).resolve().parents[1] / "specs"
+
+
+# ------------------------------------------------------------------ loading and inputs
+def load_module(path: Path):
+    name = f"exogpu_{path.parent.name}__{path.stem}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+def module_procs(mod) -> dict:
+    """The procedures and instructions the module itself defines, by name."""
+    return {k: v for k, v in vars(mod).items()
+            if isinstance(v, N.Procedure) and v.module is vars(mod)}
+
+
+def control_value(e, sizes: dict) -> int:
+    """A shape expression at concrete sizes (``/`` is floor division)."""
+    if isinstance(e, N.Const):
+        return int(e.val)
+    if isinstance(e, N.Read) and not e.idx:
+        return sizes[e.name]
+    if isinstance(e, N.BinOp):
+        a, b = control_value(e.lhs, sizes), control_value(e.rhs, sizes)
+        return {"+": a + b, "-": a - b, "*": a * b, "/": a // b if b else 0,
+                "%": a % b if b else 0}[e.op]
+    raise TypeError(f"unexpected shape expression {e!r}")
+
+
+def random_args(p: N.Procedure, sizes: dict, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    args = {}
+    for q in p.params:
+        if q.is_data:
+            shape = tuple(control_value(e, sizes) for e in q.type.shape)
+            args[q.name] = np.asarray(rng.standard_normal(shape)).astype(
+                q.type.scalar.np_dtype)
+        else:
+            args[q.name] = sizes[q.name]
+    return args
+
+
+# ------------------------------------------------------------------ numpy references
+def copy_B(A, **_):
+    return {"B": A}
+
+
+def transpose(A, **_):
+    return {"B": A.T}
+
+
+def saxpy(a, x, y, **_):
+    return {"y": (a * x + y).astype(np.float32)}
+
+
+def matmul(A, B, **_):
+    return {"C": (A.astype(np.float64) @ B).astype(np.float32)}
+
+
+# (module, proc) -> (reference, rtol; 0 = exact)
+REFERENCES = {
+    ("vec_copy", "vec_copy"): (copy_B, 0),
+    ("transpose_smem", "transpose_smem"): (transpose, 0),
+    ("saxpy", "saxpy"): (saxpy, 1e-6),
+    ("matmul_smem", "matmul_smem"): (matmul, 1e-5),
+}
+
+# (module, proc) -> size assignments that break an ``assert`` of the kernel
+BAD_SIZES = {
+    ("vec_copy", "vec_copy"): [{"N": 100}],
+    ("transpose_smem", "transpose_smem"): [{"M": 48, "N": 64}, {"M": 64, "N": 40}],
+    ("saxpy", "saxpy"): [{"N": 257}],
+    ("matmul_smem", "matmul_smem"): [{"M": 24, "N": 16, "K": 16}, {"M": 16, "N": 8, "K": 16},
+                                     {"M": 16, "N": 16, "K": 20}],
+}
+
+MODULES = {path.stem: load_module(path) for path in sorted(DIR.glob("*.py"))}
+PROCS = [(m, name) for m, mod in MODULES.items() for name in module_procs(mod)]
+IDS = [f"{m}.{n}" for m, n in PROCS]
+
+
+def get(m: str, name: str) -> N.Procedure:
+    return module_procs(MODULES[m])[name]
+
+
+@functools.cache
+def report(m: str, name: str):
+    """``verify`` at the defaults (auto mode, falling back to ``VERIFY_SIZES``), once."""
+    return exogpu_verify.verify(get(m, name))
+
+
+# ------------------------------------------------------------------ tests
+def test_every_module_is_documented_and_sized():
+    assert MODULES, f"no specs found in {DIR}"
+    for m, mod in MODULES.items():
+        assert mod.__doc__ and mod.__doc__.strip(), f"specs/{m}.py has no docstring"
+        sizes = getattr(mod, "VERIFY_SIZES", None)
+        assert isinstance(sizes, dict) and sizes, f"specs/{m}.py must set VERIFY_SIZES"
+        for name, p in module_procs(mod).items():
+            assert set(p.size_params()) <= set(sizes), \
+                f"specs/{m}.py: VERIFY_SIZES misses sizes of {name}"
+
+
+def test_every_proc_has_a_reference():
+    assert set(PROCS) == set(REFERENCES), (
+        f"missing references: {sorted(set(PROCS) - set(REFERENCES))}; "
+        f"stale references: {sorted(set(REFERENCES) - set(PROCS))}")
+
+
+@pytest.mark.parametrize("m,name", PROCS, ids=IDS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_interpret_matches_numpy(m, name, seed):
+    p = get(m, name)
+    reference, rtol = REFERENCES[(m, name)]
+    args = random_args(p, MODULES[m].VERIFY_SIZES, seed)
+    before = {k: v.copy() for k, v in args.items() if isinstance(v, np.ndarray)}
+    expected = dict(before)
+    expected.update(reference(**{k: (v.copy() if isinstance(v, np.ndarray) else v)
+                                 for k, v in args.items()}))
+    interpret(p, **args)
+    for k, want in expected.items():
+        if rtol == 0:
+            np.testing.assert_array_equal(args[k], want, err_msg=f"{name}: {k}")
+        else:
+            np.testing.assert_allclose(args[k], want, rtol=rtol, atol=rtol,
+                                       err_msg=f"{name}: {k}")
+
+
+@pytest.mark.parametrize("m,name", PROCS, ids=IDS)
+def test_size_rules_are_enforced(m, name):
+    p = get(m, name)
+    assert p.preds, f"{name} states no size rule"
+    for bad in BAD_SIZES[(m, name)]:
+        with pytest.raises(ExoGpuError) as e:
+            interpret(p, **random_args(p, bad, 0))
+        assert e.value.diagnostic.kind == "usage"
+
+
+def test_thread_loops_fit_the_block():
+    """``cuda_threads`` may not ask for more threads than ``blockDim`` provides."""
+    def walk(stmts, avail, name):
+        for s in stmts:
+            if isinstance(s, N.With) and isinstance(s.ctx, N.CudaDeviceFunction):
+                walk(s.body, s.ctx.blockDim, name)
+                continue
+            if isinstance(s, N.For) and isinstance(s.mode, N.CudaThreads):
+                per = s.mode.unit.threads(avail or 1)
+                assert per is not None and control_value(s.hi, {}) * per <= avail, \
+                    f"{name}: cuda_threads(0, {s.hi.val}, unit={s.mode.unit}) in {avail} threads"
+                walk(s.body, per, name)
+                continue
+            walk(getattr(s, "body", ()), avail, name)
+            walk(getattr(s, "orelse", ()) or (), avail, name)
+
+    for m, name in PROCS:
+        walk(get(m, name).body, None, name)
+
+
+@pytest.mark.parametrize("m,name", PROCS, ids=IDS)
+def test_print_parse_round_trip(m, name):
+    p = get(m, name)
+    text = print_proc(p)
+    assert parse_proc_source(text, roundtrip_env(p)) == p, text
+
+
+@pytest.mark.parametrize("m,name", PROCS, ids=IDS)
+def test_verify_reports(m, name):
+    r = report(m, name)
+    assert isinstance(r, Report)
+    assert r.verdict in VERDICTS
+    assert r.proc == name
+
+
+@pytest.mark.parametrize("m,name", PROCS, ids=IDS)
+def test_shipped_kernels_are_accepted(m, name):
+    r = report(m, name)
+    if r.verdict == "unknown":
+        pytest.skip(f"checker inconclusive: {r.reason}")
+    assert r.ok, r.summary() + "".join(f"\n  {d.kind}: {d.message}" for d in r.diagnostics)
