@@ -11,6 +11,8 @@ frontend (names resolve, shapes match).
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..ir import nodes as N
 from ..ir.memories import BarrierMechanism, Memory
 from ..ir.timelines import cpu_in_order_instr, cuda_in_order_instr
@@ -144,7 +146,7 @@ class _Converter:
             base, box = self.base_box(sc, e.name, e.idx)
             if not self.exempt(base):
                 out.append(A.AmAccess(base, box, "read", self.tl(), (), e.srcinfo or src,
-                                      f"read of {e.name}"))
+                                      what=f"read of {e.name}"))
             for i in e.idx:
                 self.reads_of(i, sc, out, src)
             return
@@ -154,17 +156,18 @@ class _Converter:
         for a in getattr(e, "args", ()) or ():
             self.reads_of(a, sc, out, src)
 
-    def block(self, stmts, sc: _Scope) -> tuple:
+    def block(self, stmts, sc: _Scope, prefix=(), field="body") -> tuple:
         out: list = []
         allocs: list = []
         sc = sc.child()
-        for s in stmts:
-            out += self.stmt(s, sc, allocs)
-        for name, si in reversed(allocs):
-            out.append(A.AmFree(name, si))
+        for k, s in enumerate(stmts):
+            path = prefix + ((field, k),) if prefix is not None else None
+            out += self.stmt(s, sc, allocs, path)
+        for name, si, path in reversed(allocs):
+            out.append(A.AmFree(name, si, path))
         return tuple(out)
 
-    def stmt(self, s, sc: _Scope, allocs: list) -> list:
+    def stmt(self, s, sc: _Scope, allocs: list, path=None) -> list:
         si = s.srcinfo
         if isinstance(s, N.Pass):
             return []
@@ -172,25 +175,26 @@ class _Converter:
             name = sc.fresh(s.name)
             sc.data[s.name] = (name, tuple(("iv", N.Const(0, index), e) for e in s.type.shape))
             self.mems[name] = s.mem
-            allocs.append((name, si))
+            allocs.append((name, si, path))
             shape = tuple(rename_expr(e, sc.ctrl) for e in s.type.shape)
-            return [A.AmAlloc(name, shape, s.mem, (), si, s.name)]
+            return [A.AmAlloc(name, shape, s.mem, (), si, path, s.name)]
         if isinstance(s, N.BarrierAlloc):
             name = sc.fresh(s.name)
             sc.barriers[s.name] = name
             self.mems[name] = s.mech
-            allocs.append((name, si))
+            allocs.append((name, si, path))
             return [A.AmAlloc(name, tuple(rename_expr(d.extent, sc.ctrl) for d in s.dims),
-                              s.mech, tuple(d.ring_depth for d in s.dims), si, s.name)]
+                              s.mech, tuple(d.ring_depth for d in s.dims), si, path, s.name)]
         if isinstance(s, (N.Assign, N.Reduce)):
             out: list = []
             self.reads_of(s.rhs, sc, out, si)
             for i in s.idx:
                 self.reads_of(i, sc, out, si)
+            out = [dataclasses.replace(a, path=path) for a in out]
             base, box = self.base_box(sc, s.name, s.idx)
             if not self.exempt(base):
                 mode = "write" if isinstance(s, N.Assign) else "rw"
-                out.append(A.AmAccess(base, box, mode, self.tl(), (), si,
+                out.append(A.AmAccess(base, box, mode, self.tl(), (), si, path,
                                       f"{'write' if mode == 'write' else 'reduction'} of {s.name}"))
             return out
         if isinstance(s, N.WindowStmt):
@@ -204,33 +208,34 @@ class _Converter:
             kind = {"Seq": "seq", "CudaTasks": "task", "CudaThreads": "threads"}[
                 type(s.mode).__name__]
             unit = s.mode.unit if isinstance(s.mode, N.CudaThreads) else None
-            body = self.block(s.body, inner)
+            body = self.block(s.body, inner, path)
             innermost = kind == "task" and not any(
                 isinstance(b, N.For) and isinstance(b.mode, N.CudaTasks) for b in s.body)
             return [A.AmFor(it, rename_expr(s.lo, sc.ctrl), rename_expr(s.hi, sc.ctrl), kind,
-                            unit, body, si, innermost)]
+                            unit, body, si, path, innermost)]
         if isinstance(s, N.If):
-            return [A.AmIf(rename_expr(s.cond, sc.ctrl), self.block(s.body, sc),
-                           self.block(s.orelse, sc) if s.orelse else (), si)]
+            return [A.AmIf(rename_expr(s.cond, sc.ctrl), self.block(s.body, sc, path),
+                           self.block(s.orelse, sc, path, "orelse") if s.orelse else (), si,
+                           path)]
         if isinstance(s, N.With):
             if isinstance(s.ctx, N.CudaDeviceFunction):
                 self.in_cuda = True
                 try:
-                    body = self.block(s.body, sc)
+                    body = self.block(s.body, sc, path)
                 finally:
                     self.in_cuda = False
-                return [A.AmKernel(s.ctx, body, si)]
-            return [A.AmWarps(s.ctx, self.block(s.body, sc), si)]
+                return [A.AmKernel(s.ctx, body, si, path)]
+            return [A.AmWarps(s.ctx, self.block(s.body, sc, path), si, path)]
         if isinstance(s, N.Fence):
-            return [A.AmFence(s.L1, s.L2, si)]
+            return [A.AmFence(s.L1, s.L2, si, path)]
         if isinstance(s, N.Arrive):
-            return [A.AmArrive(s.L1, tuple(self.bref(b, sc) for b in s.targets), si)]
+            return [A.AmArrive(s.L1, tuple(self.bref(b, sc) for b in s.targets), si, path)]
         if isinstance(s, N.Await):
-            return [A.AmAwait(self.bref(s.target, sc), s.L2, s.N, si)]
+            return [A.AmAwait(self.bref(s.target, sc), s.L2, s.N, si, path)]
         if isinstance(s, N.Call):
             if s.callee.instr is None:
                 return self.inline(s, sc)
-            return self.instr_call(s, sc)
+            return [dataclasses.replace(a, path=path) for a in self.instr_call(s, sc)]
         raise TypeError(f"cannot lower {type(s).__name__}")
 
     def bref(self, b: N.BarrierRef, sc: _Scope) -> A.AmBarrierRef:
@@ -255,7 +260,7 @@ class _Converter:
                 continue
             mode = "atomic" if prm.name in info.atomic else modes[prm.name]
             acc = A.AmAccess(base, box, mode, info.timeline, barriers, s.srcinfo,
-                             f"argument '{prm.name}' ({arg.name}) of {s.callee.name}()")
+                             what=f"argument '{prm.name}' ({arg.name}) of {s.callee.name}()")
             (reads if mode == "read" else writes).append(acc)
         return reads + writes
 
@@ -268,7 +273,7 @@ class _Converter:
                 inner.data[prm.name] = self.base_box(sc, arg.name, arg.idx)
             else:
                 inner.ctrl[prm.name] = rename_expr(arg, sc.ctrl)
-        return list(self.block(callee.body, inner))
+        return list(self.block(callee.body, inner, None))
 
 
 def lower_to_amir(p: N.Procedure) -> A.AmProc:

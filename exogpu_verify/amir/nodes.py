@@ -28,6 +28,7 @@ class AmFor:
     unit: CollUnit | None
     body: tuple
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
     #: True for the innermost cuda_tasks loop: each iteration is one device task (a cluster)
     innermost_task: bool = False
 
@@ -38,6 +39,7 @@ class AmIf:
     body: tuple
     orelse: tuple
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class AmKernel:
     cfg: CudaDeviceFunction
     body: tuple
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,7 @@ class AmWarps:
     ctx: CudaWarps
     body: tuple
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,7 @@ class AmAlloc:
     mem: Memory | BarrierMechanism
     ring: tuple = ()  # barrier ring depth per dim (None = not a ring dimension)
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
     display: str = ""
 
 
@@ -70,6 +75,7 @@ class AmAlloc:
 class AmFree:
     name: str
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +88,7 @@ class AmAccess:
     instr_tl: InstrTL
     barriers: tuple = ()  # trailing barrier targets: tuple of AmBarrierRef
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
     what: str = ""
 
 
@@ -97,6 +104,7 @@ class AmFence:
     L1: SyncTL
     L2: SyncTL
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,7 @@ class AmArrive:
     L1: SyncTL
     targets: tuple  # AmBarrierRef
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +121,7 @@ class AmAwait:
     L2: SyncTL
     N: int
     srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
