@@ -25,7 +25,7 @@ import numpy as np
 from exogpu_verify import *  # noqa: F401,F403
 from exogpu_verify.schedule import *  # noqa: F401,F403
 
-VERIFY_SIZES = {"M": 128, "N": 128, "K": 64}
+VERIFY_SIZES = {"M": 64, "N": 64, "K": 64}
 
 
 @proc

@@ -1,5 +1,5 @@
-"""``verify``: static-analysis findings become a refuted report; clean programs are
-"unknown" (no synchronization checker yet), never "proven"; nothing raises."""
+"""``verify``: static-analysis findings become a refuted report; clean programs go on to
+the synchronization checkers; nothing raises."""
 
 from __future__ import annotations
 
@@ -42,10 +42,10 @@ def test_paper_broadcast_tmp_refuted_at_its_line():
     assert "static" in r.stages
 
 
-def test_paper_sharded_tmp_is_unknown_not_proven():
+def test_paper_sharded_tmp_is_proven():
     r = verify(M.sharded_tmp)
-    # no sizes and no symbolic checker yet: an honest "unknown" with a reason
-    assert r.verdict == "unknown" and r.diagnostics == () and r.reason
+    # well-formed and correctly synchronized: proven for all sizes by the symbolic checker
+    assert r.verdict == "proven" and r.diagnostics == () and r.reason
 
 
 def test_smem_in_warp_loop_refuted():
@@ -110,7 +110,7 @@ def test_each_kind_reaches_the_report(kind, src):
     assert r.to_json()["diagnostics"][0]["kind"] == kind
 
 
-def test_well_formed_kernel_is_never_proven():
+def test_well_formed_kernel_is_proven_for_all_sizes():
     r = verify(parse("""
 def k(N: size, A: f32[N] @ CudaGmemLinear):
     assert N % 256 == 0
@@ -119,7 +119,7 @@ def k(N: size, A: f32[N] @ CudaGmemLinear):
             for t in cuda_threads(0, 256, unit=cuda_thread):
                 A[task * 256 + t] = A[task * 256 + t] + 1.0
 """))
-    assert r.verdict == "unknown" and r.reason
+    assert r.verdict == "proven" and r.reason
 
 
 def test_exogpu_error_type_is_exported():

@@ -53,13 +53,31 @@ def run(args, capsys):
     return code, out.out, out.err
 
 
-def test_well_formed_is_inconclusive_until_a_checker_exists(tmp_path, capsys):
+def test_well_formed_copy_is_proven_for_all_sizes(tmp_path, capsys):
     f = write(tmp_path, "good.py", GOOD)
     code, out, _ = run([f], capsys)
-    assert "copy" in out
-    # honest: never "proven" without a synchronization checker
-    assert "proven" not in out.split("copy")[0]
-    assert code in (0, 3)
+    assert "proven" in out and "copy" in out
+    assert code == 0
+
+
+def test_concrete_mode_says_checked_not_proven(tmp_path, capsys):
+    f = write(tmp_path, "good.py", GOOD)
+    code, out, _ = run([f, "--mode", "concrete", "--sizes", "N=512"], capsys)
+    assert "checked" in out and "proven" not in out
+    assert code == 0
+
+
+RACY = GOOD.replace("B[task * 256 + t] = A[task * 256 + t]", "B[t] = A[task * 256 + t]")
+
+
+def test_race_is_refuted_with_witness(tmp_path, capsys):
+    f = write(tmp_path, "racy.py", RACY)
+    code, out, _ = run([f, "--json"], capsys)
+    doc = json.loads(out)
+    [r] = doc["reports"]
+    assert code == 1 and r["verdict"] == "refuted"
+    assert r["witness"]["sizes"]["N"] == 512  # the smallest size with two tasks
+    assert r["diagnostics"][0]["kind"] == "sync" and r["diagnostics"][0]["line"] == 13
 
 
 def test_json_output(tmp_path, capsys):

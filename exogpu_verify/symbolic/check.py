@@ -1,0 +1,282 @@
+"""``check_sync_symbolic``: prove a proc's synchronization for every size, or say why not.
+
+Pipeline: static analyses (thread mappings) -> AMIR -> events -> one obligation per
+(conflicting access pair, hazard), per SMEM free, per access bound, per Await. isl computes
+each obligation's remainder (conflicts minus ordered pairs); Z3 independently decides the
+remainder's emptiness as a quantifier-free linear-integer formula (both must say empty).
+A non-empty remainder gives the smallest sizes that reach it; the concrete interpreter
+replays those sizes to produce the witness, and only then is the proc refuted.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..amir import lower_to_amir
+from ..ir.nodes import Procedure
+from .events import Event, Unsupported, collect_events
+from .obligations import NEED, Builder, Obligation
+from .relations import Encoder
+from .z3bridge import set_to_z3, to_smtlib, z3_check
+
+
+@dataclass
+class SymbolicResult:
+    verdict: str  # proven | refuted | unknown
+    reason: str = ""
+    obligations: list = field(default_factory=list)
+    failing: Obligation | None = None
+    sizes: dict | None = None
+    seconds: float = 0.0
+    srcinfo: object = None
+
+
+def _mask(mem) -> frozenset:
+    return frozenset(q.bit for q in mem.qual_mask())
+
+
+class Timeout(Exception):
+    pass
+
+
+def _smallest_sizes(s: isl.Set, params: list[str]) -> dict:
+    n = s.dim(isl.dim_type.param)
+    moved = s.move_dims(isl.dim_type.set, 0, isl.dim_type.param, 0, n)
+    pt = moved.lexmin().sample_point()
+    out = {}
+    sp = s.get_space()
+    for i in range(n):
+        name = sp.get_dim_name(isl.dim_type.param, i)
+        out[name] = int(pt.get_coordinate_val(isl.dim_type.set, i).to_python())
+    return out
+
+
+def _decide(ob: Obligation, remainder: isl.Set, timeout_ms: int) -> None:
+    ob.remainder = remainder
+    empty = remainder.is_empty()
+    f, _ = set_to_z3(remainder)
+    z, stats = z3_check(f, timeout_ms)
+    ob.extra = {"z3": z, "z3_stats": {k: (v if isinstance(v, (int, float)) else str(v))
+                                      for k, v in stats.items()},
+                "smtlib": to_smtlib(f)}
+    if empty and z == "unsat":
+        ob.empty = True
+    elif not empty and z == "sat":
+        ob.empty = False
+    elif z == "unknown":
+        raise Unsupported(f"Z3 gave up on obligation {ob.name}")
+    else:
+        raise Unsupported(f"isl and Z3 disagree on obligation {ob.name} (isl empty={empty}, "
+                          f"z3 {z}); this is a bug in exogpu")
+
+
+def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult:
+    """Prove ``seq[p] == par[p]`` for all sizes satisfying the asserts; see module docstring."""
+    t0 = time.perf_counter()
+    deadline = t0 + timeout_s
+    from ..analysis import analyze
+
+    info = analyze(p)
+    if info.diagnostics:
+        return SymbolicResult("unknown", "static analyses failed", seconds=0.0)
+    try:
+        am = lower_to_amir(p)
+        prog = collect_events(am, info)
+        size_params = [prm.name for prm in p.params if not prm.is_data
+                       and prm.type.name == "size"]
+        for prm in p.params:
+            if not prm.is_data and prm.type.name == "bool":
+                raise Unsupported(f"bool parameter {prm.name}: control flow depends on a "
+                                  "boolean parameter")
+        enc = Encoder(prog, size_params)
+        obs = list(_obligations(prog, enc, deadline))
+    except Unsupported as u:
+        return SymbolicResult("unknown", u.reason, seconds=time.perf_counter() - t0,
+                              srcinfo=u.srcinfo)
+    except Timeout:
+        return SymbolicResult("unknown", f"symbolic check exceeded the timeout of {timeout_s}s",
+                              seconds=time.perf_counter() - t0)
+    except isl.Error as e:
+        return SymbolicResult("unknown", f"isl could not build an obligation ({e}); this is "
+                              "a limitation of the encoding", seconds=time.perf_counter() - t0)
+    for ob in obs:
+        if ob.empty is False:
+            sizes = _smallest_sizes(ob.remainder, enc.params)
+            return SymbolicResult("refuted", f"{ob.kind} obligation not discharged: {ob.name}",
+                                  obs, ob, sizes, time.perf_counter() - t0)
+    return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0)
+
+
+def _obligations(prog, enc: Encoder, deadline: float):
+    b = Builder(enc)
+    ms = max(100, int((deadline - time.perf_counter()) * 1000))
+    by_var: dict[str, list[Event]] = {}
+    for e in prog.events:
+        if e.kind == "access":
+            by_var.setdefault(e.var, []).append(e)
+    frees = {e.var: e for e in prog.events if e.kind == "free"}
+    for var, accs in by_var.items():
+        decl = prog.vars[var]
+        rank = len(decl.shape)
+        mask = _mask(decl.mem)
+        kills = [a for a in accs if a.mode in ("write", "rw")]
+        for A in accs:
+            yield _bounds(A, decl, enc, ms)
+            if time.perf_counter() > deadline:
+                raise Timeout
+            for B in accs:
+                kind, need = _conflict_kind(A, B)
+                if kind is None:
+                    continue
+                if A.kernel != B.kernel or A.kernel is None:
+                    _cross_phase(A, B)
+                    continue
+                ob = _pair(b, enc, A, B, kind, need, decl, rank, mask, kills, ms)
+                if ob is not None:
+                    yield ob
+            fr = frees.get(var)
+            if fr is not None and fr.kernel == A.kernel:
+                ob = _pair(b, enc, A, fr, "free without sync", TEMPORAL_NEED, decl, rank, mask,
+                           kills, ms)
+                if ob is not None:
+                    yield ob
+    for w in b.awaits:
+        yield _progress(b, enc, w, ms)
+
+
+TEMPORAL_NEED = "temporal"
+
+
+def _conflict_kind(A: Event, B: Event):
+    a_mut = A.mode != "read"
+    if B.mode == "atomic":
+        if A.mode == "atomic":
+            return None, None
+        return ("WAW" if a_mut else "WAR"), "atomic"
+    if not a_mut and B.mode == "read":
+        return None, None
+    if a_mut:
+        return {"read": "RAW", "write": "WAW", "rw": "WAW"}[B.mode], NEED[("mutate", B.mode)]
+    return "WAR", NEED[("read", B.mode)]
+
+
+def _cross_phase(A: Event, B: Event):
+    """Accesses in different kernel launches or CPU code are ordered by the stream fences
+    at kernel boundaries (cuda_stream_sync), provided their timelines are stream-ordered."""
+    from ..ir.timelines import cuda_stream_sync
+
+    stream = frozenset(q.bit for q in cuda_stream_sync.full)
+    if A.kernel is None and B.kernel is None:
+        if A.quals[0] in B.quals:
+            return
+        raise Unsupported(f"CPU accesses on different timelines: {A.what} and {B.what}",
+                          B.srcinfo)
+    if A.quals[0].bit not in stream and A.kernel is not None:
+        raise Unsupported(f"{A.what} is not ordered by kernel boundaries", A.srcinfo)
+
+
+def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, ms):
+    t = time.perf_counter()
+    elem = [f"e{i}" for i in range(rank)]
+    same = enc.same_prefix(A, "a", B, "b", decl.depth)
+    if same == "1 = 0":
+        return None
+    if B.kind == "free":
+        E2 = frozenset(q.bit for q in (_q("c2"), _q("aret")))
+        conv2 = False
+        bbox = " and ".join(f"0 <= e{i} < {enc.ex(x, B, 'b')}" for i, x in
+                            enumerate(decl.shape)) or "1 = 1"
+    else:
+        E2 = frozenset(q.bit for q in B.quals)
+        conv2 = B.quals[0].convergent
+        bbox = enc.box(B, "b", elem)
+    body = (f"{enc.dom(A, 'a')} and {enc.dom(B, 'b')} and {enc.before(A, 'a', B, 'b')} and "
+            f"{same} and {enc.box(A, 'a', elem)} and {bbox}")
+    conflict_text = b.wrap(A, B, rank, body)
+    conflict = isl.Set(conflict_text)
+    name = f"{kind} {decl.display}: {A.what} (line {A.srcinfo.line}) -> {B.what} (line {B.srcinfo.line})"
+    ob = Obligation(name, kind, A, B, conflict_text)
+    if conflict.is_empty():
+        ob.empty = True
+        ob.remainder = conflict
+        ob.extra = {"z3": "not needed (no conflicting instances)"}
+        ob.seconds = time.perf_counter() - t
+        return ob
+    # supersession: a non-atomic mutation between A and B on the element hides A
+    for K in kills:
+        kt = b.exists([(K, "k")], f"{enc.before(A, 'a', K, 'k')} and "
+                      f"{enc.before(K, 'k', B, 'b')} and {enc.box(K, 'k', elem)} and "
+                      f"{enc.same_prefix(A, 'a', K, 'k', decl.depth)}")
+        conflict = conflict.subtract(isl.Set(b.wrap(A, B, rank, kt)))
+        ob.ordered.append(("superseded", b.wrap(A, B, rank, kt)))
+        if conflict.is_empty():
+            break
+    if not conflict.is_empty():
+        for label, text in b.ordered(A, B, need, E2, conv2, rank, mask):
+            conflict = conflict.subtract(isl.Set(text))
+            ob.ordered.append((label, text))
+            if conflict.is_empty():
+                break
+        conflict = conflict.coalesce()
+    _decide(ob, conflict, ms)
+    ob.seconds = time.perf_counter() - t
+    return ob
+
+
+def _q(abbrev):
+    from ..ir.timelines import QUAL_TLS
+
+    return QUAL_TLS[abbrev]
+
+
+def _bounds(A: Event, decl, enc: Encoder, ms) -> Obligation:
+    t = time.perf_counter()
+    outs = []
+    for w, ext in zip(A.box, decl.shape):
+        X = enc.ex(ext, A, "a") if decl.depth == 0 or True else None
+        if w[0] == "pt":
+            i = enc.ex(w[1], A, "a")
+            outs.append(f"{i} < 0 or {i} >= {X}")
+        else:
+            lo, hi = enc.ex(w[1], A, "a"), enc.ex(w[2], A, "a")
+            outs.append(f"{lo} < 0 or {hi} > {X} or {lo} > {hi}")
+    body = " or ".join(f"({o})" for o in outs) or "1 = 0"
+    text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(A, 'a'))}] : {enc.context} and "
+            f"{enc.dom(A, 'a')} and ({body}) }}")
+    ob = Obligation(f"bounds of {A.what} (line {A.srcinfo.line})", "out of bounds", None, A,
+                    text)
+    _decide(ob, isl.Set(text), ms)
+    ob.seconds = time.perf_counter() - t
+    return ob
+
+
+def _progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
+    """Every Await instance has an earlier matching Arrive (or a pre-arrived slot)."""
+    t = time.perf_counter()
+    tgt = w.targets[0]
+    decl = enc.prog.vars[tgt.name]
+    base = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {enc.context} and {enc.dom(w, 'b')} }}"
+    s = isl.Set(base)
+    for r in b.arrives:
+        if not any(x.name == tgt.name for x in r.targets):
+            continue
+        m = b.exists([(r, "r")], b.match(r, "r", w, "b"))
+        s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"))
+    k = getattr(decl.mem, "pre_arrive", 0)
+    if k and not s.is_empty():
+        pre = []
+        for d, depth in enumerate(decl.ring):
+            if depth is not None:
+                x = tgt.idx[d]
+                pre.append(f"{enc.ex(x[1], w, 'b')} < {k}")
+        if pre:
+            s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : "
+                                   f"{' or '.join(pre)} }}"))
+    ob = Obligation(f"await progress {decl.display} (line {w.srcinfo.line})", "await progress",
+                    None, w, base)
+    _decide(ob, s.coalesce(), ms)
+    ob.seconds = time.perf_counter() - t
+    return ob

@@ -1,0 +1,233 @@
+"""Obligations: for every conflicting pair of accesses, the unordered instance pairs must be empty.
+
+For accesses A (first in sequential order) and B of the same allocation instance, with at
+least one mutation, the *conflict set* holds the instance pairs and array elements where B
+must see A (no non-atomic mutation in between, since that supersedes A as the concrete
+machine does). From it we subtract the pairs that the semantics of ``docs/semantics.md``
+orders:
+
+* P0, program order: A is in-order, its first qual is one of B's, and A's threads cover B's;
+* P1, one synchronization edge: a Fence, an Arrive/Await pair matched on the barrier
+  element (virtual ring index; commit groups by depth N; multicast targets), or A's own
+  trailing barrier completed by a later Arrive, whose first timeline catches A's qual, run
+  by a thread of A, and whose second timeline grants B's needed flag to B's threads;
+* P2, two such edges chained, the second caught by what the first granted.
+
+Each pattern only adds orderings the concrete machine also has, so an empty remainder for
+every obligation means the concrete check passes at every size (soundness); the converse
+(completeness) is not claimed: a non-empty remainder is replayed concretely before anything
+is refuted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..ir.timelines import QUAL_TLS
+from .events import Event, Unsupported
+from .relations import Encoder
+
+FULL, TEMPORAL = "full", "temporal"
+NEED = {("mutate", "read"): FULL, ("mutate", "write"): TEMPORAL, ("mutate", "rw"): FULL,
+        ("read", "write"): TEMPORAL, ("read", "rw"): TEMPORAL}
+
+
+@dataclass
+class Obligation:
+    name: str
+    kind: str  # RAW | WAR | WAW | free without sync | out of bounds | await progress
+    first: Event | None
+    second: Event
+    conflict: str  # isl text
+    ordered: list = field(default_factory=list)  # isl texts subtracted
+    remainder: object = None  # isl.Set
+    empty: bool | None = None
+    seconds: float = 0.0
+
+
+def _bits(qs) -> frozenset:
+    return frozenset(q.bit for q in qs)
+
+
+def _mask(mem) -> frozenset:
+    return frozenset(q.bit for q in mem.qual_mask())
+
+
+class Builder:
+    """Builds obligations for one program (``Encoder`` does the text)."""
+
+    def __init__(self, enc: Encoder):
+        self.enc = enc
+        self.prog = enc.prog
+        evs = self.prog.events
+        self.fences = [e for e in evs if e.kind == "fence"]
+        self.arrives = [e for e in evs if e.kind == "arrive"]
+        self.awaits = [e for e in evs if e.kind == "await"]
+
+    # ------------------------------------------------------------ sets
+    def space(self, A: Event, B: Event, rank: int) -> str:
+        dims = self.enc.dims(A, "a") + self.enc.dims(B, "b") + [f"e{i}" for i in range(rank)]
+        return f"[{', '.join(dims)}]"
+
+    def wrap(self, A, B, rank, body: str) -> str:
+        return f"{self.enc.pstr} -> {{ {self.space(A, B, rank)} : {self.enc.context} and {body} }}"
+
+    def exists(self, evs_pres, body: str) -> str:
+        names = [n for e, p in evs_pres for n in self.enc.dims(e, p)]
+        doms = " and ".join(self.enc.dom(e, p) for e, p in evs_pres)
+        if not names:
+            return f"({doms} and {body})"
+        return f"exists ({', '.join(names)} : {doms} and {body})"
+
+    # ------------------------------------------------------------ barrier matching
+    def match(self, r: Event, pr: str, w: Event, pw: str) -> str:
+        """Arrive instance r is released by Await instance w."""
+        enc = self.enc
+        tgt = w.targets[0]
+        decl = self.prog.vars[tgt.name]
+        elem = [f"z{pr}{pw}{i}" for i in range(len(decl.shape))]
+        wel = enc.barrier_elems(tgt, w, pw, elem)
+        rel = " or ".join(f"({enc.barrier_elems(t, r, pr, elem)})" for t in r.targets
+                          if t.name == tgt.name) or "1 = 0"
+        same = enc.same_prefix(r, pr, w, pw, decl.depth)
+        elem_q = f"exists ({', '.join(elem)} : {wel} and ({rel}))" if elem else f"({rel})"
+        base = f"{same} and {elem_q} and {enc.before(r, pr, w, pw)}"
+        if decl.mem.kind != "commit":
+            return f"({base})"
+        base += f" and {enc.share(r, pr, w, pw)}"
+        if w.N == 0:
+            return f"({base})"
+        # N newer groups committed by the same collective between r and w
+        arrs = [a for a in self.arrives if any(t.name == tgt.name for t in a.targets)]
+        if len(arrs) != 1:
+            raise Unsupported(f"Await(..., {w.N}) on a commit group with several Arrive "
+                              "statements", w.srcinfo)
+        a = arrs[0]
+        chain, prev, prev_p, pres = [], r, pr, []
+        for k in range(w.N):
+            pk = f"{pr}n{k}_"
+            pres.append((a, pk))
+            chain.append(enc.before(prev, prev_p, a, pk))
+            chain.append(enc.share(a, pk, w, pw))
+            chain.append(enc.same_prefix(a, pk, w, pw, decl.depth))
+            prev, prev_p = a, pk
+        chain.append(enc.before(prev, prev_p, w, pw))
+        return f"({base} and {self.exists(pres, ' and '.join(chain))})"
+
+    # ------------------------------------------------------------ ordering edges
+    def edges(self, A: Event, q_issue: frozenset, mask: frozenset, depth: int):
+        """Sync edges that catch a record whose issue/full quals (for A's threads, or for
+        the threads of the previous holder) are ``q_issue``. Yields
+        (kind, stages, holder, level, L2) where ``stages`` builds the edge text."""
+        for f in self.fences:
+            lvl = self._level(q_issue, f.L1)
+            if lvl:
+                yield ("fence", f, f, lvl, f.L2)
+        for r in self.arrives:
+            lvl = self._level(q_issue, r.L1)
+            if not lvl:
+                continue
+            for w in self.awaits:
+                if any(t.name == w.targets[0].name for t in r.targets):
+                    yield ("pair", r, w, lvl, w.L2)
+
+    @staticmethod
+    def _level(q_issue: frozenset, L1):
+        if q_issue & _bits(L1.full):
+            return FULL
+        if q_issue & _bits(L1.temporal):
+            return TEMPORAL
+        return None
+
+    @staticmethod
+    def grants(level, L2, mask: frozenset) -> dict:
+        """flag -> quals granted by an edge of this level and second timeline."""
+        full = _bits(L2.full) & mask
+        temp = _bits(L2.temporal) & mask
+        if level == FULL:
+            return {"full": full, "atomic": full, "issue": full, "temporal": temp}
+        return {"full": frozenset(), "atomic": frozenset(), "issue": frozenset(),
+                "temporal": temp}
+
+    def edge_text(self, src: Event, ps: str, kind, s1: Event, s2: Event, pre: str,
+                  trailing: bool = False) -> tuple[str, list, Event, str]:
+        """Text of 'src instance is caught by this edge'; returns (text, existentials,
+        holder event, holder prefix)."""
+        enc = self.enc
+        if kind == "fence":
+            pf = f"{pre}f"
+            t = f"{enc.before(src, ps, s1, pf)} and {enc.share(src, ps, s1, pf)}"
+            return t, [(s1, pf)], s1, pf
+        pr, pw = f"{pre}r", f"{pre}w"
+        if trailing:
+            tb = self.trailing_same(src, ps, s1, pr)
+            t = f"{enc.before(src, ps, s1, pr)} and {tb} and {self.match(s1, pr, s2, pw)}"
+        else:
+            t = (f"{enc.before(src, ps, s1, pr)} and {enc.share(src, ps, s1, pr)} and "
+                 f"{self.match(s1, pr, s2, pw)}")
+        return t, [(s1, pr), (s2, pw)], s2, pw
+
+    def trailing_same(self, a: Event, pa: str, r: Event, pr: str) -> str:
+        enc = self.enc
+        parts = []
+        for tb in a.trailing:
+            decl = self.prog.vars[tb.name]
+            elem = [f"y{pa}{pr}{i}" for i in range(len(decl.shape))]
+            for t in r.targets:
+                if t.name != tb.name:
+                    continue
+                same = enc.same_prefix(a, pa, r, pr, decl.depth)
+                body = f"{enc.barrier_elems(tb, a, pa, elem)} and {enc.barrier_elems(t, r, pr, elem)}"
+                q = f"exists ({', '.join(elem)} : {body})" if elem else f"({body})"
+                parts.append(f"({same} and {q})")
+        return "(" + " or ".join(parts) + ")" if parts else "1 = 0"
+
+    # ------------------------------------------------------------ ordered patterns
+    def ordered(self, A: Event, B: Event, need: str, E2: frozenset, conv2: bool, rank: int,
+                mask: frozenset):
+        """isl texts of instance pairs (A, B) ordered by each pattern, cheapest first."""
+        enc = self.enc
+        q0 = A.quals[0].bit if A.kind == "access" else None
+        # P0: program order of the same threads
+        if A.in_order and q0 in E2:
+            yield "program order", self.wrap(A, B, rank, enc.cover(A, "a", B, "b", conv2))
+        start = frozenset({q0})
+        first_edges = list(self.edges(A, start, mask, 0))
+        if A.trailing:
+            for r in self.arrives:
+                for w in self.awaits:
+                    if any(t.name == w.targets[0].name for t in r.targets) and \
+                            any(t.name == tb.name for tb in A.trailing for t in r.targets):
+                        first_edges.append(("trailing", r, w, FULL, w.L2))
+        for kind, s1, s2, lvl, L2 in first_edges:
+            g = self.grants(lvl, L2, mask)
+            t1, ex1, h1, ph1 = self.edge_text(A, "a", "fence" if kind == "fence" else "pair",
+                                              s1, s2, "p", trailing=(kind == "trailing"))
+            if g[need] & E2:
+                body = (f"{t1} and {enc.before(h1, ph1, B, 'b')} and "
+                        f"{enc.cover(h1, ph1, B, 'b', conv2)}")
+                yield f"{kind} at line {s1.srcinfo.line}", self.wrap(
+                    A, B, rank, self.exists(ex1, body))
+            # P2: a second edge caught by what the first granted (issue/full quals)
+            if lvl != FULL:
+                continue
+            caught = g["full"]
+            for kind2, u1, u2, lvl2, L22 in self.edges(h1, caught, mask, 1):
+                g2 = self.grants(lvl2, L22, mask)
+                if not g2[need] & E2:
+                    continue
+                t2, ex2, h2, ph2 = self.edge_text(h1, ph1, kind2, u1, u2, "s")
+                body = (f"{t1} and {t2} and {enc.before(h2, ph2, B, 'b')} and "
+                        f"{enc.cover(h2, ph2, B, 'b', conv2)}")
+                yield (f"{kind} at line {s1.srcinfo.line} then {kind2} at line "
+                       f"{u1.srcinfo.line}"), self.wrap(A, B, rank, self.exists(ex1 + ex2, body))
+
+
+def is_empty(text: str) -> tuple[bool, isl.Set]:
+    s = isl.Set(text)
+    return s.is_empty(), s
+
+
+__all__ = ["Builder", "Obligation", "NEED", "is_empty", "QUAL_TLS", "FULL", "TEMPORAL"]
