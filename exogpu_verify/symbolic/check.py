@@ -145,6 +145,10 @@ def _obligations(prog, enc: Encoder, deadline: float):
                     yield ob
     for w in b.awaits:
         yield _progress(b, enc, w, ms)
+    for e in prog.events:
+        refs = list(e.targets) + list(e.trailing)
+        for ref in refs:
+            yield _barrier_bounds(e, ref, enc, ms)
 
 
 TEMPORAL_NEED = "temporal"
@@ -248,6 +252,28 @@ def _bounds(A: Event, decl, enc: Encoder, ms) -> Obligation:
             f"{enc.dom(A, 'a')} and ({body}) }}")
     ob = Obligation(f"bounds of {A.what} (line {A.srcinfo.line})", "out of bounds", None, A,
                     text)
+    _decide(ob, isl.Set(text), ms)
+    ob.seconds = time.perf_counter() - t
+    return ob
+
+
+def _barrier_bounds(e: Event, ref, enc: Encoder, ms) -> Obligation:
+    t = time.perf_counter()
+    decl = enc.prog.vars[ref.name]
+    outs = []
+    for w, ext in zip(ref.idx, decl.shape):
+        X = enc.ex(ext, e, "a")
+        if w[0] == "pt":
+            i = enc.ex(w[1], e, "a")
+            outs.append(f"{i} < 0 or {i} >= {X}")
+        else:
+            lo, hi = enc.ex(w[1], e, "a"), enc.ex(w[2], e, "a")
+            outs.append(f"{lo} < 0 or {hi} > {X} or {lo} >= {hi}")
+    body = " or ".join(f"({o})" for o in outs) or "1 = 0"
+    text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
+            f"{enc.dom(e, 'a')} and ({body}) }}")
+    ob = Obligation(f"index range of barrier {decl.display} (line {e.srcinfo.line})",
+                    "barrier index out of range", None, e, text)
     _decide(ob, isl.Set(text), ms)
     ob.seconds = time.perf_counter() - t
     return ob

@@ -45,6 +45,7 @@ class Obligation:
     remainder: object = None  # isl.Set
     empty: bool | None = None
     seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
 
 
 def _bits(qs) -> frozenset:
@@ -96,7 +97,8 @@ class Builder:
         base = f"{same} and {elem_q} and {enc.before(r, pr, w, pw)}"
         if decl.mem.kind != "commit":
             return f"({base})"
-        base += f" and {enc.share(r, pr, w, pw)}"
+        # a commit group belongs to the executing collective: same threads on both sides
+        base += f" and {enc.cover(r, pr, w, pw, False)} and {enc.cover(w, pw, r, pr, False)}"
         if w.N == 0:
             return f"({base})"
         # N newer groups committed by the same collective between r and w
@@ -110,7 +112,8 @@ class Builder:
             pk = f"{pr}n{k}_"
             pres.append((a, pk))
             chain.append(enc.before(prev, prev_p, a, pk))
-            chain.append(enc.share(a, pk, w, pw))
+            chain.append(enc.cover(a, pk, w, pw, False))
+            chain.append(enc.cover(w, pw, a, pk, False))
             chain.append(enc.same_prefix(a, pk, w, pw, decl.depth))
             prev, prev_p = a, pk
         chain.append(enc.before(prev, prev_p, w, pw))
