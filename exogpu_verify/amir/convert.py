@@ -21,55 +21,12 @@ from . import nodes as A
 
 
 def param_modes(instr: N.Procedure) -> dict[str, str]:
-    """Access mode per data parameter of an instruction: read, write (write-only) or rw."""
-    reads: set[str] = set()
-    writes: set[str] = set()
-    alias: dict[str, str] = {p.name: p.name for p in instr.params if p.is_data}
+    """Access mode per data parameter of an instruction: read, write (write-only) or rw
+    (paper 5.2.3), from the one body analysis the static analyses also use."""
+    from ..analysis.walk import param_effects
 
-    def expr_reads(e):
-        if isinstance(e, N.Read) and isinstance(e.type, ScalarType) and e.name in alias:
-            reads.add(alias[e.name])
-        for attr in ("lhs", "rhs", "arg"):
-            if hasattr(e, attr):
-                expr_reads(getattr(e, attr))
-        for a in getattr(e, "args", ()) or ():
-            expr_reads(a)
-
-    def walk(stmts):
-        for s in stmts:
-            if isinstance(s, N.Assign):
-                expr_reads(s.rhs)
-                if s.name in alias:
-                    writes.add(alias[s.name])
-            elif isinstance(s, N.Reduce):
-                expr_reads(s.rhs)
-                if s.name in alias:
-                    reads.add(alias[s.name])
-                    writes.add(alias[s.name])
-            elif isinstance(s, N.WindowStmt):
-                if s.rhs.name in alias:
-                    alias[s.name] = alias[s.rhs.name]
-            elif isinstance(s, N.Call):
-                sub = param_modes(s.callee)
-                for prm, arg in zip(s.callee.params, s.args):
-                    if prm.is_data and isinstance(arg, N.WindowExpr) and arg.name in alias:
-                        m = sub.get(prm.name, "read")
-                        if m in ("read", "rw"):
-                            reads.add(alias[arg.name])
-                        if m in ("write", "rw"):
-                            writes.add(alias[arg.name])
-            elif isinstance(s, N.If):
-                expr_reads(s.cond)
-            for attr in ("body", "orelse"):
-                walk(getattr(s, attr, ()) or ())
-
-    walk(instr.body)
-    out = {}
-    for p in instr.params:
-        if p.is_data:
-            r, w = p.name in reads, p.name in writes
-            out[p.name] = "rw" if (r and w) else ("write" if w else "read")
-    return out
+    names = {"r": "read", "w": "write", "rw": "rw", "": "read"}
+    return {k: names[v] for k, v in param_effects(instr).items()}
 
 
 def _add(a, b):
