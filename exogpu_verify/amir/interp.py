@@ -69,15 +69,67 @@ def ev(e, env):
 _STREAM_BITS = tuple(q.bit for q in cuda_stream_sync.full)
 _LAUNCH_L1 = tuple(sorted(set(_STREAM_BITS) | {QUAL_TLS["cpu"].bit}))
 _FREE_BITS = (QUAL_TLS["c2"].bit, QUAL_TLS["aret"].bit)
+#: quals whose accesses are ordered in issue order even from an asynchronous instruction:
+#: wgmma accumulator registers. PTX ISA 9.7.15.6 (wgmma.fence): accesses to the same
+#: accumulator registers across wgmma.mma_async instructions are ordered by the hardware, so
+#: consecutive wgmmas may chain into one accumulator without a wait (notes 3.4: "D in-order").
+_IN_ORDER_BITS = frozenset({QUAL_TLS["wgD"].bit})
 
 
 def _bits(qs) -> tuple:
     return tuple(sorted(q.bit for q in qs))
 
 
+_SYNC_BITS: dict = {}
+
+
+def _sync_bits(L) -> tuple:
+    """(full bits, temporal bits) of a sync timeline, computed once per timeline."""
+    hit = _SYNC_BITS.get(L)
+    if hit is None:
+        hit = _SYNC_BITS[L] = (_bits(L.full), _bits(L.temporal))
+    return hit
+
+
+def _mutated_names(stmts, out: set) -> set:
+    """Base variables some access of the program mutates (syntactically)."""
+    for s in stmts:
+        if type(s) is A.AmAccess:
+            if s.mode != "read":
+                out.add(s.name)
+        else:
+            for attr in ("body", "orelse"):
+                sub = getattr(s, attr, None)
+                if sub:
+                    _mutated_names(sub, out)
+    return out
+
+
+_BOXES: dict = {}
+
+
+def box_of(s: A.AmAccess, env):
+    """The evaluated box of an access: one compiled function per statement."""
+    hit = _BOXES.get(id(s))
+    if hit is None or hit[0] is not s:
+        parts = []
+        for w in s.box:
+            if w[0] == "pt":
+                parts.append(f"(lambda i: (i, i + 1))({_py(w[1])})")
+            else:
+                parts.append(f"({_py(w[1])}, {_py(w[2])})")
+        fn = eval(f"lambda E: ({', '.join(parts)}{',' if len(parts) == 1 else ''})")  # noqa: S307
+        hit = _BOXES[id(s)] = (s, fn)
+    return hit[1](env)
+
+
 class Machine:
     def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None):
         self.am = am
+        #: variables never mutated anywhere: reads of them cannot take part in a hazard
+        #: (reads are only checked against later mutations and, for SMEM, frees)
+        self.read_only = frozenset()
+        self._mutated = _mutated_names(am.body, set())
         self.deadline = deadline
         self.task_desc: dict[int, str] = {}
         self.env: dict = dict(sizes)
@@ -114,7 +166,10 @@ class Machine:
             for s in self.index.values():
                 out |= s
             return out
-        return self.index.get(task, set()) | self.cpu_records
+        own = self.index.get(task)
+        if not self.cpu_records:
+            return list(own) if own else ()
+        return (own or set()) | self.cpu_records
 
     def event(self, si, what, quals=()) -> Event:
         return Event(si, what, self.task, self.mask, quals, dict(self.env))
@@ -232,11 +287,12 @@ class Machine:
             self.barriers[s.name] = {"mech": s.mem, "shape": shape, "ring": s.ring,
                                      "elems": {}, "display": s.display, "src": s.srcinfo}
             return
-        self.vars[s.name] = VarState(s.display or s.name, s.mem, shape, self.task)
+        st = self.vars[s.name] = VarState(s.display or s.name, s.mem, shape, self.task)
+        st.untracked_reads = s.name not in self._mutated and not s.mem.is_shared
 
     def free(self, s: A.AmFree):
         if s.name in self.barriers:
-            del self.barriers[s.name]
+            self._check_ring_balance(self.barriers.pop(s.name), s)
             return
         v = self.vars.pop(s.name, None)
         if v is None:
@@ -252,11 +308,72 @@ class Machine:
                                  "the block")
         for rec in list(v.mutates) + list(v.reads):
             self._unregister(rec)
+            rec.dead = True
+
+    def _elem_name(self, key) -> str:
+        b = self.barriers.get(key[0])
+        name = b["display"] if b is not None and b["display"] else key[0]
+        return f"{name}[{', '.join(map(str, key[1]))}]"
+
+    def _check_ring_balance(self, b: dict, s: A.AmFree):
+        """At the free of an mbarrier ring, every virtual index must have completed one phase.
+
+        The physical mbarriers of a ring are reused by the next task of a persistent kernel,
+        which continues counting phases; a virtual index in ``[0, extent + pre_arrive)`` that
+        was never arrived on (e.g. a missing final release Arrive) leaves a slot one phase
+        behind. Arrives on pre-arrived indices, or an uneven number of Arrive instances per
+        index, over-complete phases. Mbarrier Awaits only poll, so they are not counted."""
+        mech = b["mech"]
+        ring = b["ring"]
+        if mech.kind != "mbarrier" or not ring or all(r is None for r in ring):
+            return
+        pre = mech.pre_arrive
+        rdims = [d for d, r in enumerate(ring) if r is not None]
+        groups: dict = {}
+        for key, st in b["elems"].items():
+            idx = key[1]
+            outer = tuple(x for d, x in enumerate(idx) if d not in rdims)
+            inner = tuple(idx[d] for d in rdims)
+            groups.setdefault(outer, {})[inner] = st.arrives - (1 if st.pre else 0)
+        name = b["display"] or s.name
+        counts = set()
+        for outer, seen in groups.items():
+            inners = [()]
+            for d in rdims:
+                inners = [i + (x,) for i in inners for x in range(b["shape"][d] + pre)]
+            for inner in inners:
+                n = seen.get(inner, 0)
+                is_pre = any(x < pre for x in inner)
+                full = list(outer)
+                for d, x in zip(rdims, inner):
+                    full.insert(d, x)
+                where = f"{name}[{', '.join(map(str, full))}]"
+                if is_pre and n:
+                    raise CheckError("barrier-usage", f"Arrive on {where}, a virtual index "
+                                     f"that CudaMbarrierPreArrive({pre}) already counts as "
+                                     "arrived: the ring's phases get ahead of its Awaits",
+                                     s.srcinfo, hint=f"arrive on index i + {pre} to release "
+                                                     "slot i")
+                if not is_pre:
+                    if not n:
+                        raise CheckError(
+                            "barrier-usage", f"{where} is never arrived on before {name} is "
+                            f"freed: every virtual index in [0, {b['shape'][rdims[0]] + pre}) "
+                            "of the ring must complete its phase, or the physical mbarrier "
+                            "is left a phase behind for the next task", s.srcinfo,
+                            hint="add the missing Arrive (e.g. the final release of the last "
+                                 "slot after the loop)")
+                    counts.add(n)
+        if len(counts) > 1:
+            raise CheckError("barrier-usage", f"the virtual indices of {name} receive different "
+                             f"numbers of Arrive instances ({sorted(counts)}); every phase of "
+                             "an mbarrier needs the same arrival count", s.srcinfo)
 
     def _param_state(self, name: str) -> VarState:
         for pname, mem, shape in self.am.data_params:
             if pname == name:
                 st = VarState(name, mem, tuple(ev(e, self.env) for e in shape), ALL)
+                st.untracked_reads = name not in self._mutated and not mem.is_shared
                 self.vars[name] = st
                 return st
         raise CheckError("usage", f"unknown variable {name}")
@@ -264,14 +381,7 @@ class Machine:
     # ------------------------------------------------------------ accesses
     def access(self, s: A.AmAccess):
         v = self.vars.get(s.name) or self._param_state(s.name)
-        box = []
-        for d, w in enumerate(s.box):
-            if w[0] == "pt":
-                i = ev(w[1], self.env)
-                box.append((i, i + 1))
-            else:
-                box.append((ev(w[1], self.env), ev(w[2], self.env)))
-        box = tuple(box)
+        box = box_of(s, self.env)
         pkey = point_key(box)
         for (lo, hi), ext in zip(box, v.shape):
             if lo < 0 or hi > ext or lo > hi:
@@ -301,43 +411,90 @@ class Machine:
                          f"no synchronization gives {who} executing thread '{need}' visibility "
                          f"of the earlier access on {' or '.join(q.name for q in quals)}")
 
+        if mode != "read":
+            # reads first: they are later in program order than the mutation they read (a
+            # mutation supersedes older reads), so the report names the closest conflict
+            for rec in v.reads.overlapping(box, pkey):
+                flag = ATOMIC if mode == "atomic" else TEMPORAL
+                if not rec.has(flag, qbits, task, mask, conv):
+                    fail("WAR", rec, "temporal")
         for rec in v.mutates.overlapping(box, pkey):
             if mode == "atomic":
                 if not rec.atomic and not rec.has(ATOMIC, qbits, task, mask, conv):
-                    fail("WAW" if True else "", rec, "atomic")
+                    fail("WAW", rec, "atomic")
             elif mode in ("read", "rw"):
                 if not rec.has(FULL, qbits, task, mask, conv):
                     fail("RAW" if mode == "read" else "WAW", rec, "full")
             elif not rec.has(TEMPORAL, qbits, task, mask, conv):
                 fail("WAW", rec, "temporal")
-        if mode != "read":
-            for rec in v.reads.overlapping(box, pkey):
-                flag = ATOMIC if mode == "atomic" else TEMPORAL
-                if not rec.has(flag, qbits, task, mask, conv):
-                    fail("WAR", rec, "temporal")
         # update the history
+        if mode == "read" and v.untracked_reads:
+            if s.barriers:  # only for the trailing-barrier check
+                new = Record(box, False, False, ev_new or self.event(s.srcinfo, s.what, quals),
+                             qmask, v.name)
+                for b in s.barriers:
+                    for key, st in self._elements(b):
+                        st.trailing.append((new, st.arrives))
+            return
+        if mode == "read" and not s.barriers and self._coalesce(v, s, box, pkey):
+            return
         new = Record(box, mode != "read", mode == "atomic",
                      ev_new or self.event(s.srcinfo, s.what, quals), qmask, v.name)
         q0 = qbits[0]
-        if s.instr_tl.in_order:
+        if s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
             new.flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask}, (q0, 2): {task: mask},
                          (q0, 3): {task: mask}}
+            new.init_flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask},
+                              (q0, 2): {task: mask}, (q0, 3): {task: mask}}
         else:
             new.flags = {(q0, 3): {task: mask}}
+            new.init_flags = {(q0, 3): {task: mask}}
         if mode in ("write", "rw"):
             self._supersede(v.mutates, box, pkey)
             self._supersede(v.reads, box, pkey)
         (v.mutates if mode != "read" else v.reads).add(new)
         self._register(new, task)
+        if mode == "read" and not s.barriers:
+            v.last_read = (s, task, mask, new)
         for b in s.barriers:
             for key, st in self._elements(b):
                 new.pending.append((key, st.arrives, FULL))
                 st.pending.append((new, st.arrives, FULL))
+                st.trailing.append((new, st.arrives))
+
+    def _coalesce(self, v: VarState, s: A.AmAccess, box, pkey) -> bool:
+        """Extend the previous read record of the same statement by the same threads when
+        its box is adjacent to ``box`` along one dimension and no synchronization touched it
+        since (its flags are still the initial ones). Such records behave identically in
+        every later check and sync, so their union is exact; only the report keeps the first
+        instance's iterators. This makes e.g. the k-slices of one wgmma operand one record."""
+        last = v.last_read
+        if last is None or pkey is not None:
+            return False
+        ls, ltask, lmask, rec = last
+        if ls is not s or ltask != self.task or lmask != self.mask or rec.pending \
+                or rec.dead or rec.flags != rec.init_flags:
+            return False
+        rb = rec.box
+        d = -1
+        for j, ((alo, ahi), (blo, bhi)) in enumerate(zip(rb, box)):
+            if alo == blo and ahi == bhi:
+                continue
+            if d >= 0 or not (ahi == blo or bhi == alo):
+                return False
+            d = j
+        if d < 0:
+            return True  # the same box again: nothing new to record
+        lo = min(rb[d][0], box[d][0])
+        hi = max(rb[d][1], box[d][1])
+        rec.box = rb[:d] + ((lo, hi),) + rb[d + 1:]
+        return True
 
     def _supersede(self, store, box, pkey=None):
         for r in store.overlapping(box, pkey):
             store.remove(r)
             self._unregister(r)
+            r.dead = True
             if contains(box, r.box):
                 continue
             for piece in subtract(r.box, box):
@@ -354,15 +511,14 @@ class Machine:
     # ------------------------------------------------------------ synchronization
     def _fence_bits(self, full1, temp1, full2, temp2, task, mask):
         full1s = frozenset(full1)
-        for rec in list(self._records_for(task)):
+        for rec in self._records_for(task):
             lvl = rec.sync_level(task, mask, full1s, temp1)
             if lvl is not None:
                 rec.augment(task, mask, full2, temp2, lvl)
                 self._register(rec, task)
 
     def fence(self, L1, L2, task, mask):
-        self._fence_bits(_bits(L1.full), _bits(L1.temporal), _bits(L2.full), _bits(L2.temporal),
-                         task, mask)
+        self._fence_bits(*_sync_bits(L1), *_sync_bits(L2), task, mask)
 
     def _elements(self, ref: A.AmBarrierRef):
         b = self.barriers.get(ref.name)
@@ -376,6 +532,10 @@ class Machine:
             else:
                 vals = list(range(ev(w[1], self.env), ev(w[2], self.env)))
             ext = b["shape"][d]
+            if b["ring"] and b["ring"][d] is not None and b["mech"].pre_arrive:
+                # a ring dimension's virtual indices run past the extent by the pre-arrive
+                # count: the consumer that frees slot i arrives on z[i + pre_arrive]
+                ext += b["mech"].pre_arrive
             for x in vals:
                 if not 0 <= x < ext:
                     raise CheckError("barrier-usage", f"barrier index {x} out of range "
@@ -401,8 +561,9 @@ class Machine:
     def arrive(self, s: A.AmArrive):
         task, mask = self.task, self.mask
         elems = [e for ref in s.targets for e in self._elements(ref)]
-        full1, temp1 = frozenset(_bits(s.L1.full)), _bits(s.L1.temporal)
-        for rec in list(self._records_for(task)):
+        full1, temp1 = _sync_bits(s.L1)
+        full1 = frozenset(full1)
+        for rec in self._records_for(task):
             lvl = rec.sync_level(task, mask, full1, temp1)
             if lvl is None:
                 continue
@@ -419,10 +580,25 @@ class Machine:
                              f"{list(key[1])} before any Arrive: no forward progress",
                              s.srcinfo, hint="move the Arrive before the Await in program order, "
                                              "or pre-arrive the ring with CudaMbarrierPreArrive")
+        if st.trailing:
+            for rec, count in st.trailing:
+                if count >= st.arrives:
+                    raise CheckError(
+                        "barrier-usage",
+                        f"{rec.event.what} completes on {self._elem_name(key)} but was issued "
+                        f"after the last Arrive on it, so the Await at line "
+                        f"{getattr(s.srcinfo, 'line', '?')} does not wait for it (on the "
+                        "hardware its transaction count would fall into the next phase)",
+                        rec.event.srcinfo,
+                        hint="issue every copy that completes on a barrier before the Arrive "
+                             "on that barrier")
+            st.trailing = []
         limit = st.arrives - 1 - s.N
-        full2, temp2 = _bits(s.L2.full), _bits(s.L2.temporal)
+        full2, temp2 = _sync_bits(s.L2)
         keep = []
         for rec, count, lvl in st.pending:
+            if rec.dead:
+                continue
             if count <= limit:
                 rec.augment(task, mask, full2, temp2, lvl)
                 self._register(rec, task)

@@ -18,6 +18,15 @@ dicts, with ``ALL`` standing for every thread (CPU code and kernel boundaries).
   mutations and reads; a read-write mutation ``full`` of mutations and ``temporal`` of reads;
   an atomic access ``atomic`` of non-atomic earlier accesses. For a convergent access one
   executing thread suffices, otherwise all must have it.
+* Exceptions to "asynchronous = issue only": wgmma accumulator accesses (qual wgD) are
+  in-order (the hardware chains wgmmas on one accumulator, PTX ISA 9.7.15.6).
+* Barriers: an instruction's trailing barrier must be attached before the Arrive that
+  completes the phase its Await waits for; at the free of an mbarrier ring every virtual
+  index in ``[0, extent + pre_arrive)`` must have been arrived on (pre-arrived indices
+  exactly by the pre-arrive), uniformly, or the physical ring is out of phase.
+* Records that cannot matter are not kept: reads of variables that no statement mutates
+  (outside SMEM), and records of freed or superseded accesses; consecutive reads by one
+  statement and collective with untouched initial flags are coalesced into one box.
 """
 
 from __future__ import annotations
@@ -59,7 +68,8 @@ class Event:
 class Record:
     """Visibility of one access to a box: flags[(qual bit, flag)] -> {task: mask}."""
 
-    __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key")
+    __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key",
+                 "dead", "init_flags")
 
     def __init__(self, box, mutate, atomic, event, qmask, var):
         self.box = box
@@ -71,6 +81,8 @@ class Record:
         self.qmask = qmask  # bits of quals the memory allows
         self.pending: list = []
         self.var = var
+        self.dead = False  # superseded or freed
+        self.init_flags = None
 
     def copy_with_box(self, box) -> "Record":
         r = Record(box, self.mutate, self.atomic, self.event, self.qmask, self.var)
@@ -157,9 +169,12 @@ def subtract(box, cut):
 class VarState:
     """Access history of one allocation instance (or parameter)."""
 
-    __slots__ = ("name", "mem", "shape", "mutates", "reads", "task")
+    __slots__ = ("name", "mem", "shape", "mutates", "reads", "task", "untracked_reads",
+                 "last_read")
 
     def __init__(self, name, mem, shape, task):
+        self.untracked_reads = False  # never mutated and not SMEM: reads need no record
+        self.last_read = None  # (statement, task, mask, record) of the last read record
         self.name = name
         self.mem = mem
         self.shape = shape
@@ -171,11 +186,12 @@ class VarState:
 class BarrierState:
     """One barrier element: arrive count and the records waiting on it."""
 
-    __slots__ = ("arrives", "pending", "kind", "pre", "awaited")
+    __slots__ = ("arrives", "pending", "kind", "pre", "awaited", "trailing")
 
     def __init__(self, kind: str, pre: bool):
         self.arrives = 1 if pre else 0
         self.pending: list = []  # (record, count, level)
+        self.trailing: list = []  # (record, arrive count when the instruction was issued)
         self.kind = kind
         self.pre = pre
         self.awaited = False
