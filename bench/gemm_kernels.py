@@ -83,6 +83,9 @@ def make_gemm(bug: str = "none", split: bool = False):
     WAR_FIRST = 0 if bug == "copy_before_war_await" else 1
     ARRIVE_LAST = 0 if bug == "arrive_before_last_copy" else 1
     SPLIT = 1 if split else 0
+    # a non-split kernel stores whole C tiles: only one K-slice task may exist (the symbolic
+    # checker finds the two-task WAW otherwise); the injected bug drops this precondition
+    ONE_SLICE = 0 if (split or bug == "non_split_two_tasks") else 1
 
     @proc
     def gemm_sm90(S: size, M: size, N: size, K: size, A: bf16[S, M, K] @ CudaGmemLinear,
@@ -90,6 +93,7 @@ def make_gemm(bug: str = "none", split: bool = False):
         assert M % 128 == 0
         assert N % 256 == 0
         assert K % 64 == 0
+        assert ONE_SLICE == 0 or S == 1
         tA = A[:, :, :] @ Sm90_tensorMap(128, 1, 128, 64)
         tB = B[:, :, :] @ Sm90_tensorMap(128, 1, 256, 64)
         tC = C[:, :] @ Sm90_tensorMap(128, 128, 32)

@@ -155,16 +155,25 @@ def _symbolic(p, sizes, mode, timeout_s, stages, t0):
     if res.verdict == "refuted":
         # replay the smallest failing sizes concretely: a witness, or an honest 'unknown'
         stages.append("replay")
-        wsizes = {k: v for k, v in (res.sizes or {}).items() if p.param(k) is not None}
-        verdict, diags, witness, reason = check_sync_concrete(
-            p, wsizes, deadline=time.perf_counter() + timeout_s)
-        if verdict == "refuted":
-            return Report(p.name, "refuted", tuple(diags),
-                          f"{reason}; smallest failing sizes found symbolically: "
-                          + ", ".join(f"{k}={v}" for k, v in wsizes.items()), wsizes, witness,
-                          stages=tuple(stages), seconds=time.perf_counter() - t0)
-        _LAST_REASON[p.name] = (f"obligation '{res.failing.name}' not discharged, but the "
-                                f"concrete replay at {wsizes} found no hazard")
+        tried = []
+        seen = set()
+        for sz, ob in (res.candidates or [(res.sizes, res.failing)])[:6]:
+            wsizes = {k: v for k, v in (sz or {}).items() if p.param(k) is not None}
+            key = tuple(sorted(wsizes.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            verdict, diags, witness, reason = check_sync_concrete(
+                p, wsizes, deadline=time.perf_counter() + timeout_s)
+            if verdict == "refuted":
+                return Report(p.name, "refuted", tuple(diags),
+                              f"{reason}; smallest failing sizes found symbolically: "
+                              + ", ".join(f"{k}={v}" for k, v in wsizes.items()), wsizes,
+                              witness, stages=tuple(stages), seconds=time.perf_counter() - t0)
+            tried.append((ob.name, wsizes))
+        _LAST_REASON[p.name] = (f"obligation '{tried[0][0]}' not discharged, but the concrete "
+                                f"replay at {tried[0][1]} found no hazard (the symbolic encoding "
+                                "is incomplete here)")
         return None
     _LAST_REASON[p.name] = res.reason
     return None

@@ -168,9 +168,11 @@ def collect_events(am: A.AmProc, info) -> Program:
                 if quals is None:
                     raise Unsupported(f"no qualitative timeline for {d.display} @ {d.mem} with "
                                       f"instr-tl {s.instr_tl}", s.srcinfo)
+                # wgmma accumulators are ordered by the hardware (PTX ISA, wgmma): in-order
+                in_order = s.instr_tl.in_order or quals[0].abbrev == "wgD"
                 ev.append(Event("access", uid(), mapping=mapping_of(s, kernel), var=s.name,
                                 box=s.box, mode=s.mode, quals=quals,
-                                in_order=s.instr_tl.in_order, what=s.what,
+                                in_order=in_order, what=s.what,
                                 trailing=s.barriers, **base))
             elif t is A.AmFence:
                 ev.append(Event("fence", uid(), mapping=mapping_of(s, kernel), L1=s.L1,

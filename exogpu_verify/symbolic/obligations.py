@@ -83,8 +83,9 @@ class Builder:
         return f"exists ({', '.join(names)} : {doms} and {body})"
 
     # ------------------------------------------------------------ barrier matching
-    def match(self, r: Event, pr: str, w: Event, pw: str) -> str:
-        """Arrive instance r is released by Await instance w."""
+    def match(self, r: Event, pr: str, w: Event, pw: str, any_count: bool = False) -> str:
+        """Arrive instance r is released by Await instance w (``any_count``: ignore the
+        commit-group wait depth, i.e. r is merely an earlier arrive on the same group)."""
         enc = self.enc
         tgt = w.targets[0]
         decl = self.prog.vars[tgt.name]
@@ -99,7 +100,7 @@ class Builder:
             return f"({base})"
         # a commit group belongs to the executing collective: same threads on both sides
         base += f" and {enc.cover(r, pr, w, pw, False)} and {enc.cover(w, pw, r, pr, False)}"
-        if w.N == 0:
+        if w.N == 0 or any_count:
             return f"({base})"
         # N newer groups committed by the same collective between r and w
         arrs = [a for a in self.arrives if any(t.name == tgt.name for t in a.targets)]
