@@ -1,0 +1,100 @@
+"""``exogpu-codegen PATH... [-o DIR] [--arch sm_90a|sm_80] [--no-build] [--unchecked]``.
+
+Generates ``DIR/<proc>.cu`` for every module-level proc of the given files/folders and builds
+each with nvcc (``DIR/<proc>.so``, plus the ptxas resource report). Exit status as for
+``exogpu-verify``: 0 all generated (and built), 1 a user error or a refusal by the proof gate,
+2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from exogpu_verify.cli import UsageError, find_files, load_module, module_procs
+from exogpu_verify.errors import ExoGpuError
+
+from .build import build
+from .generate import ARCHS, generate
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="exogpu-codegen",
+                                 description="Generate CUDA C++ for every module-level proc "
+                                             "in PATHs and build it with nvcc.")
+    ap.add_argument("paths", nargs="+", metavar="PATH", help="files or folders of .py modules")
+    ap.add_argument("-o", "--output", default="exogpu_out", metavar="DIR",
+                    help="output folder (default: exogpu_out)")
+    ap.add_argument("--arch", choices=ARCHS, default="sm_90a")
+    ap.add_argument("--no-build", action="store_true", help="emit sources only")
+    ap.add_argument("--unchecked", action="store_true",
+                    help="skip the proof gate (stamped into the generated header)")
+    ap.add_argument("--certificates", metavar="DIR", default=None,
+                    help="where proof certificates are (default: $EXOGPU_PROOF_DIR or proofs)")
+    ap.add_argument("--json", action="store_true", help="print a JSON summary")
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return EXIT_USAGE if e.code not in (0, None) else EXIT_OK
+    try:
+        files = find_files(args.paths)
+    except UsageError as e:
+        print(f"exogpu-codegen: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    errors = 0
+    summary = []
+    for f in files:
+        mod, diag = load_module(f)
+        if diag is not None:
+            print(diag.render(), file=sys.stderr)
+            errors += 1
+            continue
+        for p in module_procs(mod):
+            rec = {"proc": p.name, "file": str(f)}
+            try:
+                g = generate(p, arch=args.arch, unchecked=args.unchecked,
+                             proof_dir=args.certificates)
+                src = out / f"{p.name}.cu"
+                src.write_text(g.source)
+                rec["source"] = str(src)
+                line = f"{p.name}: {src}"
+                if not args.no_build:
+                    b = build(g.source, p.name, args.arch,
+                              dynamic_smem={k.name: k.smem_bytes for k in g.kernels})
+                    lib = out / f"{p.name}.so"
+                    lib.write_bytes(b.library.read_bytes())
+                    rec["library"] = str(lib)
+                    rec["resources"] = [r.to_json() for r in b.resources]
+                    res = ", ".join(f"{r.registers} regs, {r.spills} B spilled"
+                                    for r in b.resources)
+                    line += f" -> {lib}" + (f" ({res})" if res else "")
+                if not g.gate.checked:
+                    line += "  [UNCHECKED]"
+                rec["ok"] = True
+                if not args.json:
+                    print(line)
+            except ExoGpuError as e:
+                errors += 1
+                rec["ok"] = False
+                rec["error"] = e.diagnostic.to_json()
+                print(e.diagnostic.render(), file=sys.stderr)
+            except Exception as e:  # noqa: BLE001 - a bug in exogpu: report, no traceback
+                errors += 1
+                rec["ok"] = False
+                rec["error"] = {"kind": "internal", "message": f"{type(e).__name__}: {e}"}
+                print(f"{f}: {p.name}: internal error (this is a bug in exogpu-codegen): "
+                      f"{type(e).__name__}: {e}", file=sys.stderr)
+            summary.append(rec)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    return EXIT_ERROR if errors else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""The proof gate: code is generated only for a program with a valid certificate.
+
+A certificate is produced by the symbolic checker (``exogpu_verify.symbolic.certificates``)
+and is valid for exactly one program: the sha256 of its printed IR. Without one, generation
+is refused unless the caller passes ``unchecked=True`` (``--unchecked``), which is stamped
+into the generated file's header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+from exogpu_verify.frontend.printer import print_proc
+from exogpu_verify.ir.nodes import Procedure
+
+from .errors import usage
+
+
+def program_hash(p: Procedure) -> str:
+    """The identity a certificate is bound to: sha256 of the printed IR."""
+    return hashlib.sha256(print_proc(p).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class GateResult:
+    checked: bool
+    program_hash: str
+    note: str
+
+    def header_lines(self) -> list[str]:
+        if self.checked:
+            return [f"// proof: {self.note}"]
+        return ["// UNCHECKED: generated with --unchecked (unchecked=True); the synchronization of",
+                "// this program was NOT proven race-free: no certificate was checked.",
+                f"// ({self.note})"]
+
+
+def default_proof_dir() -> str:
+    return os.environ.get("EXOGPU_PROOF_DIR", "proofs")
+
+
+def check_gate(p: Procedure, unchecked: bool = False, proof_dir: str | None = None
+               ) -> GateResult:
+    """Accept ``p`` if a valid certificate for exactly this program exists in ``proof_dir``;
+    with ``unchecked`` accept anyway (and say so). Raises ``ExoGpuError`` (usage) otherwise."""
+    h = program_hash(p)
+    if unchecked:  # the gate is skipped, whatever certificates exist
+        return GateResult(False, h, "the proof gate was skipped; no certificate was checked")
+    proof_dir = proof_dir or default_proof_dir()
+    try:
+        from exogpu_verify.symbolic.certificates import load_certificate
+    except ImportError:
+        raise usage(f"refusing to generate code for '{p.name}': it needs a proof certificate, "
+                    "and no certificate can exist yet (the symbolic checker's certificates, "
+                    "exogpu_verify.symbolic.certificates, are not available in this "
+                    "installation)",
+                    hint="pass unchecked=True to compile() or --unchecked to exogpu-codegen to "
+                         "generate code without a proof (stamped into the generated file)",
+                    node=p) from None
+    cert = load_certificate(proof_dir, p)
+    if cert is not None and cert.valid_for(p):
+        return GateResult(True, h, f"checked certificate {cert.path.name} (sha256:{h[:16]}...)")
+    why = (f"no certificate for '{p.name}' in {proof_dir}" if cert is None else
+           f"the certificate for '{p.name}' in {proof_dir} is for a different program (the "
+           "program changed since it was checked)")
+    raise usage(f"refusing to generate code for '{p.name}': {why}",
+                hint=f"run `exogpu-verify --certificates {proof_dir}` on it first, or pass "
+                     "--unchecked / unchecked=True", node=p)

@@ -1,0 +1,73 @@
+"""The proof gate: code only for a program with a valid certificate, unless unchecked."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+
+import pytest
+from codegen_cases import ROOT, get_proc
+
+from exogpu_codegen import generate, program_hash
+from exogpu_verify.errors import ExoGpuError
+
+HAVE_CERTS = importlib.util.find_spec("exogpu_verify.symbolic.certificates") is not None
+waiting = pytest.mark.skipif(not HAVE_CERTS,
+                             reason="waiting for the symbolic checker's certificates")
+PROOFS = ROOT / "proofs"
+
+
+def vec_copy():
+    return get_proc("specs/vec_copy.py", "vec_copy")
+
+
+def test_refused_without_certificate(tmp_path):
+    with pytest.raises(ExoGpuError) as e:
+        generate(vec_copy(), proof_dir=str(tmp_path))
+    assert e.value.kind == "usage"
+    assert "certificate" in e.value.diagnostic.message
+    assert "unchecked" in e.value.diagnostic.hint
+
+
+def test_refused_without_certificates_module(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "exogpu_verify.symbolic.certificates", None)
+    with pytest.raises(ExoGpuError) as e:
+        generate(vec_copy())
+    assert e.value.kind == "usage"
+    assert "no certificate can exist yet" in e.value.diagnostic.message
+    g = generate(vec_copy(), unchecked=True)
+    assert "// UNCHECKED" in g.source and not g.gate.checked
+
+
+def test_unchecked_skips_the_gate_and_is_stamped(tmp_path):
+    g = generate(vec_copy(), unchecked=True, proof_dir=str(tmp_path))
+    head = g.source.splitlines()[:8]
+    assert any(ln.startswith("// UNCHECKED: generated with --unchecked") for ln in head)
+    assert f"// program hash (sha256 of the printed IR): {program_hash(vec_copy())}" in head
+
+
+@waiting
+def test_valid_certificate_opens_the_gate():
+    if not (PROOFS / "vec_copy.vec_copy.json").exists():
+        pytest.skip("waiting for the symbolic checker's certificates (proofs/ has none)")
+    g = generate(vec_copy(), proof_dir=str(PROOFS))
+    assert g.gate.checked
+    assert "// proof: checked certificate vec_copy.vec_copy.json" in g.source
+    assert "UNCHECKED" not in g.source
+
+
+@waiting
+def test_certificate_of_another_program_is_refused(tmp_path):
+    src = PROOFS / "vec_copy.vec_copy.json"
+    if not src.exists():
+        pytest.skip("waiting for the symbolic checker's certificates (proofs/ has none)")
+    data = json.loads(src.read_text())
+    data["program_hash"] = "0" * 64
+    (tmp_path / src.name).write_text(json.dumps(data))
+    with pytest.raises(ExoGpuError) as e:
+        generate(vec_copy(), proof_dir=str(tmp_path))
+    assert "different program" in e.value.diagnostic.message
+    shutil.copy(src, tmp_path / src.name)
+    assert generate(vec_copy(), proof_dir=str(tmp_path)).gate.checked
