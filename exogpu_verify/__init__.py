@@ -31,7 +31,7 @@ from .ir.units import (CollUnit, cuda_cluster, cuda_cta_in_cluster,  # noqa: F40
                        cuda_warp_in_cluster_strided, cuda_warpgroup)
 
 
-def verify(p, sizes=None, mode="auto", timeout_s=60.0):
+def verify(p, sizes=None, mode=None, timeout_s=60.0):
     """Check ``seq[p] == par[p]``; see ``exogpu_verify.api.verify``."""
     from .api import verify as _verify
 

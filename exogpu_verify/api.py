@@ -75,10 +75,17 @@ class Report:
         }
 
 
-def verify(p: Procedure, sizes: dict | None = None, mode: str = "auto",
+def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
            timeout_s: float = 60.0) -> Report:
-    """Check that the synchronization of ``p`` is sufficient; see the module docstring."""
+    """Check that the synchronization of ``p`` is sufficient; see the module docstring.
+
+    ``verify(p)`` proves all sizes (``auto``: symbolic, falling back to the module's
+    ``VERIFY_SIZES``); ``verify(p, sizes={...})`` checks those sizes concretely (LANGUAGE.md);
+    ``mode="auto"`` with sizes tries the all-size proof first and uses the sizes as fallback.
+    """
     t0 = time.perf_counter()
+    if mode is None:
+        mode = "concrete" if sizes else "auto"
     if not isinstance(p, Procedure):
         raise TypeError(f"verify() expects a @proc, not {type(p).__name__}")
     if mode not in MODES:
