@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import nodes as N
-from ..ir.memories import BarrierMechanism, Memory
+from ..ir.memories import Memory
 from ..ir.timelines import cpu_in_order_instr, cuda_in_order_instr
 from ..ir.types import ScalarType, index
 from . import nodes as A

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 
-from ..errors import user_error
 from ..ir import nodes as N
 from ..ir.affine import NotAffine, check_quasi_affine
 from ..ir.types import R, ControlType, ScalarType, bool_, index, int_, promote
