@@ -569,6 +569,26 @@ class Machine:
                 continue
             for key, st in elems:
                 st.pending.append((rec, st.arrives, lvl))
+        if self.cfg is not None:
+            # an mbarrier phase expects, from each CTA, the threads of ONE Arrive statement
+            # (codegen's init count sums that statement's threads, times the CTAs it
+            # multicasts to): a second statement, or the same threads twice, would complete
+            # the phase early and let the Await pass before the other arrivals
+            low = (mask & -mask).bit_length() - 1
+            cta = low // self.cfg.blockDim if low >= 0 else 0
+            for key, st in elems:
+                if st.kind != "mbarrier":
+                    continue
+                prev = st.ctas.get(cta)
+                if prev is not None and (prev[0] is not s or prev[2] & mask):
+                    raise CheckError(
+                        "barrier-usage", f"second Arrive on {self._elem_name(key)} from CTA "
+                        f"{cta} (the first at line {getattr(prev[1], 'line', '?')}): an mbarrier "
+                        "element takes, per CTA and phase, the threads of one Arrive statement "
+                        "once", s.srcinfo,
+                        hint="arrive once with the whole releasing collective (one Arrive "
+                             "statement), or use distinct barrier elements")
+                st.ctas[cta] = (s, s.srcinfo, (prev[2] if prev else 0) | mask)
         for _, st in elems:
             st.arrives += 1
 

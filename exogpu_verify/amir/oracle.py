@@ -8,26 +8,37 @@ them at random, as far as the program's synchronization allows:
 
 * threads: the scheduler repeatedly picks a random runnable thread and runs a short random
   burst of its next instances;
-* ``Fence`` and instruction calls of several threads (a warp shuffle, a warpgroup wgmma, a
-  cluster's multicast) are rendezvous: the statement executes once, when the last of its
-  threads arrives, and then all of them continue. A Fence whose first timeline includes
-  ``Sm80_cp_async`` also completes its threads' earlier ``cp.async`` copies;
-* ``Arrive`` never blocks; an instance completes when all its threads arrived and the
-  asynchronous instructions attached to it completed. An mbarrier or cluster-sync ``Await``
-  blocks until its element has the number of completed instances the trace fixed. A
-  commit-group ``Await(cg, L2, N)`` blocks until all of its collective's groups but the N
-  most recent have completed;
+* ``Fence`` and in-order instruction calls of several threads (a warp shuffle, ``mma.sync``)
+  are rendezvous: the statement executes once, when the last of its threads arrives, and
+  then all of them continue. A Fence whose first timeline includes ``Sm80_cp_async`` also
+  completes its threads' earlier ``cp.async`` copies. An *asynchronous* instruction of
+  several threads (a warpgroup's wgmma, a cluster's TMA multicast, whose CTAs issue their
+  parts independently) is issued at a random one of its threads' arrivals, often the
+  first, and blocks nobody;
+* ``Arrive`` never blocks. mbarriers follow the hardware (default ``mbarrier="hardware"``):
+  a ring's virtual index maps to a physical slot and a phase as the code generator lowers
+  it (running index ``v - pre_arrive``, slot ``j % depth``, parity ``(j / depth) & 1``); a
+  phase completes when as many threads arrived as the code generator initializes the
+  mbarrier with (the threads one Arrive statement brings to one element) and the
+  asynchronous instructions completing on it (trailing ``>> z[i]``, issued in that phase)
+  are done; an ``Await`` waits on the parity, so phases that run ahead or behind show as
+  races or hangs. ``Arrive(Sm80_cp_async)`` counts a thread once its earlier cp.async
+  copies are done. ``mbarrier="virtual"`` instead counts whole Arrive instances per virtual
+  index, the abstract machine's view. Cluster syncs count instances. A commit-group
+  ``Await(cg, L2, N)`` blocks until all of its collective's groups but the N most recent
+  have completed;
 * asynchronous instructions (cp.async, TMA, wgmma: instruction timeline not in order) do not
-  execute at issue: each read operand is read at issue or at completion (chosen at random),
-  writes land at completion. A pending instruction completes at a random later step, when
+  execute at issue: each read-only operand is read at issue or at completion (chosen at
+  random); writes, and read-modify-writes such as accumulators, happen at completion. A pending instruction completes at a random later step, when
   every thread is blocked, or at the latest when a synchronization waiting for it needs it.
   wgmmas of one warpgroup complete in issue order (the tensor-core pipeline is in order);
 * memory is sequentially consistent (every completed write is visible to every thread at
   once): the hazards this exposes are ordering races, not weak-memory effects; proxies
   (generic vs async) are not distinguished, so a missing ``fence.proxy.async`` is invisible;
-* freed shared memory is reused: when the first thread of an allocation's block passes its
-  end, the allocation is overwritten with random values, so an access that is not ordered
-  before the free reads garbage (or is lost);
+* freed shared memory is reused: once the first thread of an allocation's block passes its
+  end, the allocation is overwritten with random values at a random later point (as an
+  asynchronous write would land), so an access not ordered before the free can read
+  garbage or be lost;
 * at the end of a kernel every pending asynchronous instruction completes (stream order).
 
 A state with unfinished threads, none runnable and nothing pending raises
@@ -45,23 +56,13 @@ import numpy as np
 from ..ir import nodes as N
 from ..semantics.runtime import alloc, window
 from .oracle_trace import (ARRIVE, ASSIGN, AWAIT, AWAIT_OPS, CALL, FENCE, FREE, KIND_NAMES,
-                           Compiler, Inst, KernelTrace, OracleError, Tracer)
-from .threads import bits
-
-
-class OracleDeadlock(Exception):
-    """No thread can make progress and work is left; ``blocked`` lists (threads, statement)."""
-
-    def __init__(self, blocked: list[tuple[str, str]]):
-        self.blocked = blocked
-        lines = [f"  {who}: {what}" for who, what in blocked[:8]]
-        more = f"\n  ... and {len(blocked) - 8} more" if len(blocked) > 8 else ""
-        super().__init__("deadlock: no thread can proceed\n" + "\n".join(lines) + more)
+                           Compiler, Inst, KernelTrace, OracleDeadlock, OracleError, Tracer,
+                           ranges)
 
 
 def run_parallel(p: N.Procedure, args: dict, seed: int, *, p_async: float = 0.15,
-                 p_lazy: float = 0.5, p_early_read: float = 0.5,
-                 max_burst: int = 4) -> dict[str, np.ndarray]:
+                 p_lazy: float = 0.5, p_early_read: float = 0.5, max_burst: int = 4,
+                 mbarrier: str = "hardware") -> dict[str, np.ndarray]:
     """Run ``p`` once with a random parallel schedule (see the module docstring).
 
     ``args`` as for ``interpret`` (by parameter name); arrays are copied, never mutated.
@@ -69,11 +70,17 @@ def run_parallel(p: N.Procedure, args: dict, seed: int, *, p_async: float = 0.15
     instruction completes; ``p_lazy`` the share of asynchronous instructions that instead
     wait until every thread is blocked; ``p_early_read`` the chance that an asynchronous
     instruction reads a read-only operand at issue rather than at completion;
-    ``max_burst`` the longest run of one thread between switches.
+    ``max_burst`` the longest run of one thread between switches. ``mbarrier`` picks the
+    mbarrier model: ``"hardware"`` (physical slots of a ring, phases completed by a fixed
+    number of arriving threads -- the code generator's count -- and transaction bytes,
+    Awaits on phase parity) or ``"virtual"`` (each virtual index counts whole Arrive
+    instances, as the abstract machine does).
     Returns the final value of every data parameter. Raises ``OracleDeadlock`` when the
     synchronization admits no completion, ``OracleError`` for programs outside the model.
     """
-    run = _Run(seed, p_async, p_lazy, p_early_read, max_burst)
+    if mbarrier not in ("hardware", "virtual"):
+        raise ValueError(f"mbarrier must be 'hardware' or 'virtual', not {mbarrier!r}")
+    run = _Run(seed, p_async, p_lazy, p_early_read, max_burst, mbarrier == "hardware")
     E, V, T, M = {}, {}, {}, {}
     for q in p.params:
         v = args[q.name]
@@ -91,7 +98,7 @@ def run_parallel(p: N.Procedure, args: dict, seed: int, *, p_async: float = 0.15
 
 class _Run:
     def __init__(self, seed: int, p_async: float, p_lazy: float, p_early_read: float,
-                 max_burst: int):
+                 max_burst: int, hw: bool):
         self.rng = random.Random(seed)
         self.nprng = np.random.default_rng(seed)
         self.comp = Compiler()
@@ -99,6 +106,7 @@ class _Run:
         self.p_lazy = p_lazy
         self.p_early_read = p_early_read
         self.max_burst = max_burst
+        self.hw = hw
 
     # ------------------------------------------------------------ CPU code (sequential)
     def cpu_block(self, stmts, E, V, T, M):
@@ -157,7 +165,7 @@ class _Run:
                     E2[q.name] = self.comp.ctrl(a)(E, V)
             self.cpu_block(callee.body, E2, V2, T2, M2)
         elif isinstance(s, N.With) and isinstance(s.ctx, N.CudaDeviceFunction):
-            kt = Tracer(self.comp, self.rng).trace(s, E, V, T, M)
+            kt = Tracer(self.comp).trace(s, E, V, T, M)
             _Scheduler(kt, self).run()
         elif isinstance(s, (N.Fence, N.Arrive, N.Await, N.BarrierAlloc, N.Pass)):
             pass  # CPU-side synchronization: CPU code is sequential already
@@ -180,6 +188,7 @@ class _Scheduler:
         self.pc = [0] * len(self.streams)
         self.ready = list(range(len(self.streams)))
         self.pos = list(range(len(self.streams)))
+        self.hw = run.hw
         self.pending: list[Inst] = []  # issued, complete at random steps
         self.lazy: list[Inst] = []  # issued, complete only when all threads are blocked
         self.finished = 0
@@ -260,13 +269,26 @@ class _Scheduler:
             else:
                 self.fire(inst)
         elif k == ARRIVE:
-            inst.remaining -= 1
-            if inst.remaining == 0:
-                for target in inst.targets:
-                    self.arm(target)
+            if self.hw and inst.targets[0][0].slot is not None:
+                # each thread's arrival counts once its earlier cp.async copies are done
+                # (cp.async.mbarrier.arrive.noinc)
+                missing = [o for o in inst.ops if o.state != 2]
+                if missing:
+                    self.wait_ops(missing, lambda inst=inst: self.hw_arrive(inst))
+                else:
+                    self.hw_arrive(inst)
+            else:
+                inst.remaining -= 1
+                if inst.remaining == 0:
+                    for target in inst.targets:
+                        self.arm(target)
         elif k == AWAIT:
             el = inst.elem
-            if el.completed < inst.need:
+            if self.hw and el.slot is not None:
+                if el.parity is not None and el.slot.phases & 1 == el.parity:
+                    el.slot.waiters.append((el.parity, th))
+                    return _BLOCKED
+            elif el.completed < inst.need:
                 el.waiters.append((inst.need, th))
                 return _BLOCKED
         elif k == AWAIT_OPS:
@@ -275,9 +297,13 @@ class _Scheduler:
                 self.wait_ops(missing, lambda th=th: self.release(th))
                 return _BLOCKED
         elif k == FREE:
-            if not inst.done:
+            # a thread past the end of the block may reuse the memory (a later allocation,
+            # the next task of a persistent CTA): the overwrite lands at a random later
+            # point, like an asynchronous write. The first thread always does, later ones
+            # now and then (a few overwrites per allocation)
+            if not inst.done or self.rng.random() < 4 / inst.n:
                 inst.done = True
-                self.scribble(inst.arr)
+                self.defer(_Overwrite(inst.arr))
         return self.advance(th)
 
     # ------------------------------------------------------------ effects
@@ -304,9 +330,20 @@ class _Scheduler:
                 snap[k] = _snapshot(a)
         inst.snap = snap
         inst.state = 1
-        # half of the instructions are slow: they complete only when every thread is
-        # blocked (so a missing wait shows even across long stretches of other work)
-        (self.lazy if self.rng.random() < self.run_.p_lazy else self.pending).append(inst)
+        inst.txs = []
+        if self.hw:
+            # complete_tx: the slot's current phase cannot complete before this does
+            for el in inst.targets:
+                if el.slot is not None:
+                    ph = el.slot.phases
+                    el.slot.tx[ph] = el.slot.tx.get(ph, 0) + 1
+                    inst.txs.append((el.slot, ph))
+        self.defer(inst)
+
+    def defer(self, op):
+        # some are slow: they complete only when every thread is blocked (so a missing
+        # wait shows even across long stretches of other work)
+        (self.lazy if self.rng.random() < self.run_.p_lazy else self.pending).append(op)
 
     def complete(self, op: Inst):
         chain = []
@@ -314,12 +351,19 @@ class _Scheduler:
             chain.append(op)
             op = op.fifo_prev
         for o in reversed(chain):
+            if o.kind == FREE:
+                self.scribble(o.arr)
+                o.state = 2
+                continue
             args = list(o.args)
             for k, copy in o.snap.items():
                 args[k] = copy
             o.callee.invoke(True, o.stmt.srcinfo, *args)
             o.state = 2
             o.snap = None
+            for slot, ph in o.txs:
+                slot.tx[ph] -= 1
+                self.try_phase(slot)
             waiters, o.waiters = o.waiters, []
             for w in waiters:
                 w()
@@ -359,6 +403,24 @@ class _Scheduler:
         else:
             self.count(el)
 
+    def hw_arrive(self, inst: Inst):
+        for el, _ in inst.targets:
+            el.slot.pending += 1
+            self.try_phase(el.slot)
+
+    def try_phase(self, slot):
+        count = self.kt.counts.get(slot.uid, 1 << 30)  # never arrived on: never completes
+        while slot.pending >= count and not slot.tx.get(slot.phases):
+            slot.pending -= count
+            slot.phases += 1
+            keep = []
+            for parity, th in slot.waiters:
+                if slot.phases & 1 != parity:
+                    self.release(th)
+                else:
+                    keep.append((parity, th))
+            slot.waiters = keep
+
     def count(self, el):
         el.completed += 1
         keep = []
@@ -387,15 +449,29 @@ class _Scheduler:
         for inst, ths in seen.values():
             task = ths[0][0]
             tids = sorted(t for _, t in ths)
-            who = f"task {task} thread{'s' if len(tids) > 1 else ''} " + _ranges(tids)
+            who = f"task {task} thread{'s' if len(tids) > 1 else ''} " + ranges(tids)
             what = f"{KIND_NAMES[inst.kind]} at {inst.where()}"
-            if inst.kind == AWAIT:
+            if inst.kind == AWAIT and self.hw and inst.elem.slot is not None:
+                sl = inst.elem.slot
+                what += (f" (mbarrier slot waits for a phase of parity {inst.elem.parity}; "
+                         f"{sl.phases} phase(s) completed, {sl.pending} arrival(s) of "
+                         f"{self.kt.counts.get(sl.uid, '?')} in the current one)")
+            elif inst.kind == AWAIT:
                 what += (f" (needs {inst.need} completed Arrive(s), has "
                          f"{inst.elem.completed})")
             elif inst.kind in (CALL, FENCE) and inst.n > 1:
                 what += f" (rendezvous: {inst.arrived} of {inst.n} threads arrived)"
             blocked.append((who, what))
         return OracleDeadlock(blocked)
+
+
+class _Overwrite:
+    """A pending reuse of freed shared memory (completes like an asynchronous write)."""
+
+    __slots__ = ("kind", "arr", "state", "fifo_prev", "waiters")
+
+    def __init__(self, arr: np.ndarray):
+        self.kind, self.arr, self.state, self.fifo_prev, self.waiters = FREE, arr, 1, None, []
 
 
 def _snapshot(a: np.ndarray) -> np.ndarray:
@@ -410,15 +486,4 @@ def _snapshot(a: np.ndarray) -> np.ndarray:
     return np.ndarray(a.shape, a.dtype, buffer=copy, offset=off, strides=a.strides)
 
 
-def _ranges(ts: list[int]) -> str:
-    runs, start, prev = [], ts[0], ts[0]
-    for t in ts[1:]:
-        if t != prev + 1:
-            runs.append((start, prev))
-            start = t
-        prev = t
-    runs.append((start, prev))
-    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
-
-
-__all__ = ["OracleDeadlock", "OracleError", "run_parallel", "bits"]
+__all__ = ["OracleDeadlock", "OracleError", "run_parallel"]

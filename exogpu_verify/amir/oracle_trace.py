@@ -9,9 +9,12 @@ control expressions), so the set of instances a parallel execution runs is exact
 the sequential walk meets; only their order differs. The walk also resolves, once, every
 pairing the scheduler needs at run time:
 
-* an mbarrier or cluster-sync ``Await`` waits until its element has at least as many
-  completed ``Arrive`` instances as precede it in program order (plus a pre-arrival) -- a
-  count, as the hardware phase counter is;
+* an mbarrier element gets its physical slot and wait parity (``Tracer.place``), and each
+  mbarrier the number of arriving threads that completes one of its phases
+  (``KernelTrace.counts``, computed like the code generator's init count);
+* for the instance-counting model (cluster syncs, ``mbarrier="virtual"``) an ``Await``
+  waits until its element has as many completed ``Arrive`` instances as precede it in
+  program order (plus a pre-arrival);
 * an asynchronous instruction with trailing barriers ``>> z[i]`` is attached to the *next*
   ``Arrive`` instance on ``z[i]`` (the phase it completes on, PTX ``complete_tx``);
 * an ``Arrive`` or ``Fence`` whose first timeline has ``Sm80_cp_async`` in its full set
@@ -21,24 +24,19 @@ pairing the scheduler needs at run time:
   threads that its timeline names; ``Await(cg, L2, N)`` waits for all groups of that
   collective but the ``N`` most recent.
 
-Statement bodies are compiled once per IR node into Python closures that compute with the
-precision rule of ``semantics/__init__.py`` (the same numpy operations, in the same order,
-as the sequential interpreter's scalar code), so values agree bitwise.
+Statement bodies are compiled by ``oracle_eval.py``.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from ..errors import InternalError
 from ..ir import nodes as N
 from ..ir.memories import BarrierMechanism
 from ..ir.timelines import QUAL_TLS, Sm80_cp_async_instr, wgmma_async_instr
-from ..ir.types import R, ControlType, ScalarType, promote
 from ..semantics.interpreter import compiled
-from ..semantics.runtime import NAMESPACE, alloc, window
-from ..semantics.vectorize import data_reads, is_data_read
+from ..semantics.runtime import alloc, window
 from .convert import param_modes
+from .oracle_eval import Compiler
 from .threads import CollectiveError, bits, range_mask, tile, warps
 
 _SM80 = QUAL_TLS["sm80"]
@@ -52,138 +50,25 @@ class OracleError(Exception):
     """The oracle cannot run this program (it is outside what the oracle models)."""
 
 
-# ------------------------------------------------------------------ statement compiler
+class OracleDeadlock(Exception):
+    """No thread can make progress and work is left; ``blocked`` lists (threads, statement)."""
 
-_CTRL_OPS = {"+": "+", "-": "-", "*": "*", "/": "//", "%": "%", "<": "<", "<=": "<=",
-             ">": ">", ">=": ">=", "==": "==", "!=": "!=", "and": "and", "or": "or"}
-
-
-class _Code:
-    """Python source for one statement or expression, with its bound constants."""
-
-    def __init__(self, types: dict):
-        self.types = types  # data name -> ScalarType
-        self.ns = dict(NAMESPACE)
-        self.n = 0
-
-    def bind(self, value) -> str:
-        self.n += 1
-        name = f"_k{self.n}"
-        self.ns[name] = value
-        return name
-
-    def ctrl(self, e) -> str:
-        if isinstance(e, N.Const):
-            return repr(e.val if isinstance(e.val, bool) else int(e.val))
-        if isinstance(e, N.Read) and not is_data_read(e):
-            return f"E[{e.name!r}]"
-        if isinstance(e, N.StrideExpr):
-            return f"(V[{e.name!r}].strides[{e.dim}] // V[{e.name!r}].itemsize)"
-        if isinstance(e, N.BinOp) and e.op in _CTRL_OPS:
-            return f"({self.ctrl(e.lhs)} {_CTRL_OPS[e.op]} {self.ctrl(e.rhs)})"
-        if isinstance(e, N.UnOp) and e.op in ("-", "not"):
-            return f"({e.op} {self.ctrl(e.arg)})"
-        raise InternalError(f"oracle: not a control expression: {e!r}")
-
-    def access(self, name: str, idx) -> str:
-        return f"V[{name!r}][({''.join(self.ctrl(i) + ', ' for i in idx)})]"
-
-    def const(self, val, t: ScalarType) -> str:
-        with np.errstate(all="ignore"):
-            return self.bind(np.asarray(val).astype(t.np_dtype)[()])
-
-    def precision(self, dest: ScalarType, e) -> ScalarType:
-        t = dest
-        for r in data_reads(e):
-            t = promote(t, self.types[r.name])
-        for c in _typed_consts(e):
-            t = promote(t, c)
-        return t
-
-    def data(self, e, t: ScalarType) -> str:
-        D = self.bind(t.np_dtype)
-        if isinstance(e, N.Const):
-            return self.const(e.val, t)
-        if is_data_read(e):
-            code = self.access(e.name, e.idx)
-            return code if self.types[e.name] == t else f"{code}.astype({D})"
-        if isinstance(e.type, ControlType):
-            return f"_ctl({self.ctrl(e)}, {D})"
-        if isinstance(e, N.UnOp) and e.op == "-":
-            return f"(-{self.data(e.arg, t)})"
-        if isinstance(e, N.BinOp):
-            a, b = self.data(e.lhs, t), self.data(e.rhs, t)
-            if e.op in ("+", "-", "*") or (e.op == "/" and t.is_float):
-                return f"({a} {e.op} {b})"
-            if e.op in ("/", "%"):
-                return f"{'_cdiv' if e.op == '/' else '_cmod'}({a}, {b})"
-        if isinstance(e, N.BuiltIn):
-            codes = [self.data(a, t) for a in e.args]
-            if e.fn == "relu":
-                return f"_relu_s({codes[0]}, {self.const(0, t)})"
-            if e.fn == "select":
-                return f"_select_s({', '.join(codes)})"
-            if e.fn in ("sqrt", "exp") and not t.is_float:
-                return f"np.{e.fn}({codes[0]}).astype({D})"
-            return f"np.{e.fn}({', '.join(codes)})"
-        raise InternalError(f"oracle: unsupported data expression {e!r}")
-
-    def function(self, body: str):
-        src = f"def _f(E, V):\n    {body}\n"
-        exec(compile(src, "<exogpu oracle>", "exec"), self.ns)  # noqa: S102 - from our IR
-        return self.ns["_f"]
+    def __init__(self, blocked: list[tuple[str, str]]):
+        self.blocked = blocked
+        lines = [f"  {who}: {what}" for who, what in blocked[:8]]
+        more = f"\n  ... and {len(blocked) - 8} more" if len(blocked) > 8 else ""
+        super().__init__("deadlock: no thread can proceed\n" + "\n".join(lines) + more)
 
 
-def _typed_consts(e) -> list:
-    out = []
-    if isinstance(e, N.Const) and isinstance(e.type, ScalarType) and e.type != R:
-        out.append(e.type)
-    for c in (getattr(e, "lhs", None), getattr(e, "rhs", None), getattr(e, "arg", None)):
-        if c is not None:
-            out += _typed_consts(c)
-    for c in getattr(e, "args", ()) or ():
-        out += _typed_consts(c)
-    return out
-
-
-class Compiler:
-    """Closures for statements and control expressions, cached per IR node."""
-
-    def __init__(self):
-        self._cache: dict[int, tuple] = {}
-
-    def _get(self, node, make):
-        hit = self._cache.get(id(node))
-        if hit is None or hit[0] is not node:
-            hit = self._cache[id(node)] = (node, make())
-        return hit[1]
-
-    def assign(self, s, types: dict):
-        """``f(E, V)`` performing ``s`` (an Assign or Reduce) on the current values."""
-
-        def make():
-            c = _Code(types)
-            dest = types[s.name]
-            t = c.precision(dest, s.rhs)
-            rhs = c.data(s.rhs, t)
-            target = c.access(s.name, s.idx)
-            if isinstance(s, N.Reduce):
-                cur = target if dest == t else f"{target}.astype({c.bind(t.np_dtype)})"
-                rhs = f"({cur} + {rhs})"
-            if dest != t:
-                rhs = f"({rhs}).astype({c.bind(dest.np_dtype)})"
-            return c.function(f"{target} = {rhs}")
-
-        return self._get(s, make)
-
-    def ctrl(self, e):
-        """``f(E, V)`` evaluating a control expression."""
-
-        def make():
-            c = _Code({})
-            return c.function(f"return {c.ctrl(e)}")
-
-        return self._get(e, make)
+def ranges(ts: list[int]) -> str:
+    runs, start, prev = [], ts[0], ts[0]
+    for t in ts[1:]:
+        if t != prev + 1:
+            runs.append((start, prev))
+            start = t
+        prev = t
+    runs.append((start, prev))
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 # ------------------------------------------------------------------ trace records
@@ -195,7 +80,7 @@ class Inst:
     __slots__ = ("kind", "task", "mask", "n", "stmt", "fn", "E", "V", "callee", "args",
                  "modes", "is_async", "quals", "fifo_prev", "state", "waiters", "snap",
                  "arrived", "parked", "ops", "targets", "remaining", "elem", "need", "arr",
-                 "done", "seq", "issuer_task")
+                 "done", "txs")
 
     def __init__(self, kind: int, task: int, mask: int, stmt):
         self.kind = kind
@@ -212,10 +97,26 @@ class Inst:
         return f"{getattr(si, 'file', '?')}:{getattr(si, 'line', '?')}"
 
 
-class Elem:
-    """One barrier element (an allocation instance and a virtual index)."""
+class Slot:
+    """A physical mbarrier (hardware model): arrivals in the current phase, completed
+    phases, outstanding transaction bytes (as instructions) per phase, waiting threads."""
 
-    __slots__ = ("key", "count", "pre", "pending_attach", "completed", "waiters", "groups")
+    __slots__ = ("uid", "pending", "phases", "tx", "waiters")
+
+    def __init__(self, uid: int):
+        self.uid = uid
+        self.pending = 0
+        self.phases = 0
+        self.tx: dict[int, int] = {}
+        self.waiters: list = []  # (parity, thread)
+
+
+class Elem:
+    """One barrier element (an allocation instance and a virtual index). For an mbarrier
+    also its physical slot and the parity an Await on it waits for (``None``: no wait)."""
+
+    __slots__ = ("key", "count", "pre", "pending_attach", "completed", "waiters", "groups",
+                 "slot", "parity")
 
     def __init__(self, key, pre: bool):
         self.key = key
@@ -225,6 +126,8 @@ class Elem:
         self.completed = 1 if pre else 0  # run time: completed Arrive instances
         self.waiters: list = []  # run time: (need, thread)
         self.groups: list = []  # commit groups: list of op lists
+        self.slot: Slot | None = None
+        self.parity: int | None = None
 
 
 class BarrierInst:
@@ -243,21 +146,25 @@ class KernelTrace:
         self.streams: dict[tuple[int, int], list[Inst]] = {}
         self.ops: list[Inst] = []
         self.ntasks = 0
-        self.frees: list[Inst] = []
+        self.counts: dict[int, int] = {}
 
 
 class Tracer:
     """Walks a kernel body in program order; see the module docstring."""
 
-    def __init__(self, comp: Compiler, rng):
+    def __init__(self, comp: Compiler):
         self.comp = comp
-        self.rng = rng
         self.uid = 0
+        self.thread_iters: set[str] = set()
+        #: barrier uid -> {(statement, non-thread iterators, element): arriving threads}
+        self.arrive_groups: dict[int, dict] = {}
+        self.slots: dict = {}
 
     def trace(self, s: N.With, E: dict, V: dict, T: dict, M: dict) -> KernelTrace:
         self.kt = KernelTrace(s.ctx)
         self.cfg = s.ctx
         self.tasks(s.body, E, V, T, M)
+        self.kt.counts = self.arrival_counts()
         return self.kt
 
     def tasks(self, body, E, V, T, M):
@@ -337,8 +244,31 @@ class Tracer:
                 pre = bool(b.mech.pre_arrive) and any(
                     depth is not None and x < b.mech.pre_arrive for x, depth in zip(i, b.ring))
                 el = b.elems[key] = Elem(key, pre)
+                if b.mech.kind == "mbarrier":
+                    self.place(b, i, el)
             out.append(el)
         return out
+
+    def place(self, b: BarrierInst, idx: tuple, el: Elem) -> None:
+        """The physical slot and wait parity of a virtual index, as the code generator
+        lowers rings: running index j = v - pre_arrive, slot j % depth, parity
+        (j / depth) & 1; an Await on a pre-arrived index (j < 0) does not wait."""
+        phys = list(idx)
+        j = None
+        for d, depth in enumerate(b.ring):
+            if depth is not None:
+                j = idx[d] - b.mech.pre_arrive
+                phys[d] = j % depth
+                break
+        key = (b.uid, tuple(phys))
+        slot = self.slots.get(key)
+        if slot is None:
+            slot = self.slots[key] = Slot(b.uid)
+        el.slot = slot
+        if j is None:
+            el.parity = 0
+        else:
+            el.parity = None if j < 0 else (j // depth) & 1
 
     # ------------------------------------------------------------ statements
     def block(self, stmts, E, V, T, M, B, mask, named):
@@ -379,6 +309,7 @@ class Tracer:
         elif isinstance(s, N.For):
             lo, hi = self.ev(s.lo, E, V), self.ev(s.hi, E, V)
             if isinstance(s.mode, N.CudaThreads):
+                self.thread_iters.add(s.iter)
                 if hi <= lo:
                     return
                 try:
@@ -463,9 +394,11 @@ class Tracer:
                 self.cp_async.append(inst)
             self.uncommitted.append(inst)
             self.kt.ops.append(inst)
+            inst.targets = []
             for ref in s.barriers:
                 for el in self.elements(ref, E, V, B):
                     el.pending_attach.append(inst)
+                    inst.targets.append(el)
         self.emit(inst)
 
     def arrive(self, s: N.Arrive, E, V, B, mask):
@@ -483,13 +416,26 @@ class Tracer:
             return
         inst = Inst(ARRIVE, self.task, mask, s)
         extra = self.cp_async_of(mask) if _SM80 in s.L1.full else []
+        inst.ops = extra
         inst.targets = []
         for el in elems:
             el.count += 1
             inst.targets.append([el, list(el.pending_attach) + extra])
             el.pending_attach = []
         inst.remaining = inst.n
+        if mech.kind == "mbarrier":
+            # the code generator's arrival count per phase: the threads one Arrive statement
+            # brings to one element, over all values of its thread iterators
+            groups = self.arrive_groups.setdefault(B[s.targets[0].name].uid, {})
+            env = tuple(sorted((k, v) for k, v in E.items() if k not in self.thread_iters))
+            for el in elems:
+                g = (id(s), env, el.key)
+                groups[g] = groups.get(g, 0) + inst.n
         self.emit(inst)
+
+    def arrival_counts(self) -> dict[int, int]:
+        """Arrivals that complete one phase of each mbarrier (by allocation uid)."""
+        return {uid: max(g.values()) for uid, g in self.arrive_groups.items()}
 
     def await_(self, s: N.Await, E, V, B, mask):
         [el] = self.elements(s.target, E, V, B)
@@ -507,4 +453,5 @@ class Tracer:
 
 
 __all__ = ["ASSIGN", "ARRIVE", "AWAIT", "AWAIT_OPS", "CALL", "Compiler", "FENCE", "FREE",
-           "Inst", "KIND_NAMES", "KernelTrace", "OracleError", "Tracer"]
+           "Inst", "KIND_NAMES", "KernelTrace", "OracleDeadlock", "OracleError", "Tracer",
+           "ranges"]

@@ -218,3 +218,45 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     decide(ob, s.coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob
+
+
+def one_arrive_statement(b: Builder, enc: Encoder, name: str, decl, ms):
+    """Per mbarrier element, CTA and phase, the threads of one Arrive statement, once
+    (mirrors the concrete machine: the generated init count is that statement's threads).
+    Obligation per pair of Arrive statements: earlier/later instances on a common element
+    from the same CTA, where the statements differ or the instances share a thread."""
+    arrs = [r for r in b.arrives if any(t.name == name for t in r.targets)]
+    nz = len(decl.shape)
+    for i, r1 in enumerate(arrs):
+        for r2 in arrs[i:]:
+            t = time.perf_counter()
+            if r1.kernel is None or r1.kernel != r2.kernel:
+                continue
+            bd = enc.prog.kernels[r1.kernel].blockDim
+            st = enc.same_task(r1, "a", r2, "b")
+            if st is None:
+                continue
+            c1, x1 = enc.tid(r1, "a", "ta")
+            c2, x2 = enc.tid(r2, "b", "tb")
+            same_cta = (f"exists ({', '.join(['ta', 'tb'] + x1 + x2)} : {c1} and {c2} and "
+                        f"floor(ta / {bd}) = floor(tb / {bd}))")
+            zs = [f"y{k}" for k in range(nz)]
+            parts = []
+            for t1 in (x for x in r1.targets if x.name == name):
+                for t2 in (x for x in r2.targets if x.name == name):
+                    q = f"{enc.barrier_elems(t1, r1, 'a', zs)} and {enc.barrier_elems(t2, r2, 'b', zs)}"
+                    parts.append(f"exists ({', '.join(zs)} : {q})" if zs else f"({q})")
+            common = " or ".join(f"({x})" for x in parts) or "1 = 0"
+            again = "1 = 1" if r1 is not r2 else enc.share(r1, "a", r2, "b")
+            body = (f"{enc.dom(r1, 'a')} and {enc.dom(r2, 'b')} and "
+                    f"{enc.before(r1, 'a', r2, 'b')} and {st} and "
+                    f"{enc.same_prefix(r1, 'a', r2, 'b', decl.depth)} and ({common}) and "
+                    f"{same_cta} and {again}")
+            dims = enc.dims(r1, "a") + enc.dims(r2, "b")
+            text = f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and {body} }}"
+            ob = Obligation(f"one Arrive statement per element of {decl.display} (lines "
+                            f"{r1.srcinfo.line}, {r2.srcinfo.line})", "barrier misuse", r1, r2,
+                            text)
+            decide(ob, isl.Set(text).coalesce(), ms)
+            ob.seconds = time.perf_counter() - t
+            yield ob

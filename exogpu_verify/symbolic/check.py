@@ -20,7 +20,8 @@ from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation
 from .relations import Encoder
-from .barriers import arrive_progress, barrier_bounds, ring_balance, trailing_before_arrive
+from .barriers import (arrive_progress, barrier_bounds, one_arrive_statement, ring_balance,
+                       trailing_before_arrive)
 from .decide import decide as _decide
 
 
@@ -141,9 +142,13 @@ def _obligations(prog, enc: Encoder, deadline: float):
         yield arrive_progress(b, enc, w, ms)
         yield trailing_before_arrive(b, enc, w, ms)
     for name, decl in prog.vars.items():
-        if decl.barrier and decl.mem.kind == "mbarrier" and any(
-                r is not None for r in decl.ring):
-            yield from ring_balance(b, enc, name, decl, ms)
+        if decl.barrier and decl.mem.kind == "mbarrier":
+            once = list(one_arrive_statement(b, enc, name, decl, ms))
+            yield from once
+            # a ring whose elements already take two Arrive statements is refuted above;
+            # its arrival counts need no further (and no weaker) argument
+            if any(r is not None for r in decl.ring) and all(ob.empty for ob in once):
+                yield from ring_balance(b, enc, name, decl, ms)
 
     for e in prog.events:
         refs = list(e.targets) + list(e.trailing)
