@@ -225,21 +225,38 @@ def _points(box):
 class RecStore:
     """Records of one kind (mutations or reads) of a variable, indexed for overlap queries.
 
-    Single-element records (scalar code) live in a dict keyed by their index; wider boxes
-    (instruction tiles) in a list. Queries cost O(matches) for points and O(min(volume,
-    #points)) for boxes.
+    Single-element records (scalar code) live in a dict keyed by their index. Wider boxes
+    (instruction tiles) live in buckets of ``BUCKET`` rows of their first dimension, so a
+    query scans only the tiles near it (a GEMM's C tiles stay O(1) per store instead of
+    O(#tasks)); boxes spanning more than ``MAX_SPAN`` buckets go to a list scanned always.
     """
 
-    __slots__ = ("points", "boxes")
+    __slots__ = ("points", "buckets", "wide")
+    BUCKET = 64
+    MAX_SPAN = 16
 
     def __init__(self):
         self.points: dict = {}
-        self.boxes: list = []
+        self.buckets: dict = {}
+        self.wide: list = []
+
+    def _span(self, box):
+        if not box:
+            return None
+        lo, hi = box[0]
+        a, b = lo // self.BUCKET, max(lo, hi - 1) // self.BUCKET
+        return None if b - a >= self.MAX_SPAN else range(a, b + 1)
 
     def __iter__(self):
         for lst in self.points.values():
             yield from lst
-        yield from self.boxes
+        seen = set()
+        for lst in self.buckets.values():
+            for r in lst:
+                if id(r) not in seen:
+                    seen.add(id(r))
+                    yield r
+        yield from self.wide
 
     def add(self, rec) -> None:
         if rec.key is not None:
@@ -248,16 +265,35 @@ class RecStore:
                 self.points[rec.key] = [rec]
             else:
                 lst.append(rec)
-        else:
-            self.boxes.append(rec)
+            return
+        span = self._span(rec.box)
+        if span is None:
+            self.wide.append(rec)
+            return
+        for k in span:
+            self.buckets.setdefault(k, []).append(rec)
+
+    def _boxes_near(self, box) -> list:
+        span = self._span(box)
+        if span is not None and len(span) == 1:
+            return self.buckets.get(span[0], []) + self.wide
+        keys = self.buckets.keys() if span is None else span
+        seen, out = set(), []
+        for k in keys:
+            for r in self.buckets.get(k, ()):
+                if id(r) not in seen:
+                    seen.add(id(r))
+                    out.append(r)
+        return out + self.wide
 
     def overlapping(self, box, key=None) -> list:
         pts = self.points
         if key is not None:
             out = list(pts.get(key, ()))
-            for r in self.boxes:
-                if overlap(r.box, box):
-                    out.append(r)
+            if self.buckets or self.wide:
+                for r in self._boxes_near(box):
+                    if overlap(r.box, box):
+                        out.append(r)
             return out
         out = []
         if pts:
@@ -270,9 +306,10 @@ class RecStore:
                 for k, lst in pts.items():
                     if all(lo <= x < hi for x, (lo, hi) in zip(k, box)):
                         out += lst
-        for r in self.boxes:
-            if overlap(r.box, box):
-                out.append(r)
+        if self.buckets or self.wide:
+            for r in self._boxes_near(box):
+                if overlap(r.box, box):
+                    out.append(r)
         return out
 
     def remove(self, rec) -> None:
@@ -282,5 +319,13 @@ class RecStore:
                 lst.remove(rec)
                 if not lst:
                     del self.points[rec.key]
-        else:
-            self.boxes.remove(rec)
+            return
+        span = self._span(rec.box)
+        if span is None:
+            self.wide.remove(rec)
+            return
+        for b in span:
+            lst = self.buckets[b]
+            lst.remove(rec)
+            if not lst:
+                del self.buckets[b]
