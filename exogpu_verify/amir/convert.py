@@ -70,6 +70,17 @@ class _Converter:
         self.mems: dict[str, Memory] = {}
         self.inline_count = 0
         self.in_cuda = False
+        self.alloc_names: set[str] = set()
+
+    def unique(self, name: str) -> str:
+        """Allocation names unique in the whole AMIR: sibling blocks may reuse a source name
+        for different allocations, which the checkers must keep apart."""
+        out, k = name, 1
+        while out in self.alloc_names:
+            k += 1
+            out = f"{name}~{k}"
+        self.alloc_names.add(out)
+        return out
 
     def base_box(self, sc: _Scope, name: str, idx) -> tuple[str, tuple]:
         """Resolve ``name[idx]`` (idx: Point/Interval list or plain exprs) to the base box."""
@@ -129,14 +140,14 @@ class _Converter:
         if isinstance(s, N.Pass):
             return []
         if isinstance(s, N.Alloc):
-            name = sc.fresh(s.name)
+            name = self.unique(sc.fresh(s.name))
             sc.data[s.name] = (name, tuple(("iv", N.Const(0, index), e) for e in s.type.shape))
             self.mems[name] = s.mem
             allocs.append((name, si, path))
             shape = tuple(rename_expr(e, sc.ctrl) for e in s.type.shape)
             return [A.AmAlloc(name, shape, s.mem, (), si, path, s.name)]
         if isinstance(s, N.BarrierAlloc):
-            name = sc.fresh(s.name)
+            name = self.unique(sc.fresh(s.name))
             sc.barriers[s.name] = name
             self.mems[name] = s.mech
             allocs.append((name, si, path))
@@ -240,6 +251,7 @@ def lower_to_amir(p: N.Procedure) -> A.AmProc:
     data_params = []
     for prm in p.params:
         if prm.is_data:
+            c.alloc_names.add(prm.name)
             sc.data[prm.name] = (prm.name, tuple(("iv", N.Const(0, index), e)
                                                  for e in prm.type.shape))
             c.mems[prm.name] = prm.mem

@@ -144,6 +144,7 @@ class Machine:
         self.ntasks = 0
         self.steps = 0
         self._qcache: dict = {}
+        self.finished: set = set()  # records of finished tasks, for the kernel-exit fence
         self.task_iters: list[str] = []
 
     # ------------------------------------------------------------ records
@@ -162,7 +163,7 @@ class Machine:
 
     def _records_for(self, task: int):
         if task == ALL:
-            out = set(self.cpu_records)
+            out = set(self.cpu_records) | self.finished
             for s in self.index.values():
                 out |= s
             return out
@@ -241,7 +242,11 @@ class Machine:
                 self.task_desc[self.ntasks] = ", ".join(
                     f"{k}={env[k]}" for k in self.task_iters + [s.iter])
                 self.block(s.body)
-                self.index.pop(self.task, None)
+                # nothing inside the kernel can synchronize a finished task's records any
+                # more, but the kernel-exit stream fence must still reach them
+                done = self.index.pop(self.task, None)
+                if done:
+                    self.finished |= done
             self.task, self.mask = ALL, -1
             env.pop(s.iter, None)
             return
@@ -279,6 +284,7 @@ class Machine:
         del launch
         self._fence_bits(_STREAM_BITS, _STREAM_BITS, _bits(cuda_stream_sync.full),
                          _bits(cuda_stream_sync.temporal), ALL, -1)
+        self.finished = set()
 
     # ------------------------------------------------------------ allocation
     def alloc(self, s: A.AmAlloc):

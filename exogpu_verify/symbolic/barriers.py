@@ -109,17 +109,25 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
             if tg.name == name:
                 m, thr = _arrive_map(enc, r, tg, decl.depth, nz)
                 maps.append((r, m, thr))
-    if not maps:
-        return
-    arrived = maps[0][1].range()
-    for _, m, _ in maps[1:]:
+    ls = [f"l{i}" for i in range(decl.depth)]
+    zs = [f"z{i}" for i in range(nz)]
+    arrived = isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + zs)}] : 1 = 0 }}")
+    for _, m, _ in maps:
         arrived = arrived.union(m.range())
+    # rings are touched by Arrives and Awaits alike (the concrete machine checks both)
+    touched = arrived
+    for w in b.awaits:
+        for tg in w.targets:
+            if tg.name == name:
+                touched = touched.union(_arrive_map(enc, w, tg, decl.depth, nz)[0].range())
+    if touched.is_empty():
+        return
     if pre:
         low = arrived.intersect(isl.Set(
             f"{enc.pstr} -> {{ [{', '.join([f'l{i}' for i in range(decl.depth)] + [f'z{i}' for i in range(nz)])}] : "
             + " or ".join(f"z{d} < {pre}" for d in rdims) + " }"))
         ob = Obligation(f"no Arrive on a pre-arrived index of {decl.display}", "barrier misuse",
-                        None, maps[0][0], str(low))
+                        None, maps[0][0] if maps else None, str(low))
         decide(ob, low, ms)
         yield ob
     # every index of a touched ring (same alloc instance and non-ring coordinates) arrived
@@ -130,10 +138,10 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
                        for d in rdims)
     spread = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp2)}] -> [{', '.join(sp)}] : "
                      f"{same_outer} and {rng} }}")
-    need = arrived.apply(spread.align_params(arrived.get_space()))
+    need = touched.apply(spread.align_params(touched.get_space()))
     missing = need.subtract(arrived).coalesce()
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
-                    maps[0][0], str(need))
+                    maps[0][0] if maps else None, str(need))
     decide(ob, missing, ms)
     yield ob
     counts = set()

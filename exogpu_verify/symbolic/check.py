@@ -73,8 +73,8 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
                        and prm.type.name == "size"]
         for prm in p.params:
             if not prm.is_data and prm.type.name == "bool":
-                raise Unsupported(f"bool parameter {prm.name}: control flow depends on a "
-                                  "boolean parameter")
+                raise Unsupported(f"bool parameter {prm.name}: the Presburger encoding does "
+                                  "not model boolean parameters", prm.srcinfo)
         enc = Encoder(prog, size_params)
         # statements that never execute (constant-false guards from metaprogramming) are
         # not part of the program's behaviour

@@ -96,6 +96,16 @@ def _check_affine(e, what, si):
         raise Unsupported(f"non-affine {what}: {na.reason}", si) from None
 
 
+def _bool_reads(e) -> set:
+    if isinstance(e, N.Read) and not e.idx and getattr(e.type, "name", "") == "bool":
+        return {e.name}
+    out = set()
+    for attr in ("lhs", "rhs", "arg"):
+        if hasattr(e, attr):
+            out |= _bool_reads(getattr(e, attr))
+    return out
+
+
 def collect_events(am: A.AmProc, info) -> Program:
     """Walk ``am`` (AMIR with IR paths) and return its events; see the module docstring."""
     ev: list[Event] = []
@@ -136,7 +146,14 @@ def collect_events(am: A.AmProc, info) -> Program:
                 try:
                     cond_to_isl_str(s.cond)
                 except NotAffine as na:
-                    raise Unsupported(f"non-affine condition: {na.reason}", s.srcinfo) from None
+                    from ..frontend.printer import expr_str
+
+                    why = na.reason
+                    if _bool_reads(s.cond):
+                        why = (f"it depends on the bool parameter(s) "
+                               f"{', '.join(sorted(_bool_reads(s.cond)))}")
+                    raise Unsupported(f"condition `{expr_str(s.cond)}` cannot be encoded: {why}",
+                                      s.srcinfo) from None
                 walk(s.body, loops, guards + [(s.cond, True)], sc + (("pos", 0),), kernel)
                 if s.orelse:
                     walk(s.orelse, loops, guards + [(s.cond, False)], sc + (("pos", 1),),
