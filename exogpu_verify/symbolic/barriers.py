@@ -22,29 +22,39 @@ from .obligations import Builder, Obligation
 from .relations import Encoder
 
 
-def barrier_bounds(e: Event, ref, enc: Encoder, ms) -> Obligation:
+def range_obligation(e: Event, idx, shape, enc: Encoder, ms, name: str, kind: str,
+                     extra: dict | None = None, empty_intervals: bool = True) -> Obligation:
+    """Instances of ``e`` whose indices ``idx`` (per dim ("pt", i) or ("iv", lo, hi)) leave
+    ``[0, shape)``; ``extra`` adds a constant to some extents (pre-arrived ring dims)."""
     t = time.perf_counter()
-    decl = enc.prog.vars[ref.name]
-    pre = getattr(decl.mem, "pre_arrive", 0)
     outs = []
-    for d, (w, ext) in enumerate(zip(ref.idx, decl.shape)):
+    for d, (w, ext) in enumerate(zip(idx, shape)):
         X = enc.ex(ext, e, "a")
-        if pre and decl.ring and decl.ring[d] is not None:
-            X = f"({X} + {pre})"
+        if extra and d in extra:
+            X = f"({X} + {extra[d]})"
         if w[0] == "pt":
             i = enc.ex(w[1], e, "a")
             outs.append(f"{i} < 0 or {i} >= {X}")
         else:
             lo, hi = enc.ex(w[1], e, "a"), enc.ex(w[2], e, "a")
-            outs.append(f"{lo} < 0 or {hi} > {X} or {lo} >= {hi}")
+            bad = f"{lo} >= {hi}" if empty_intervals else f"{lo} > {hi}"
+            outs.append(f"{lo} < 0 or {hi} > {X} or {bad}")
     body = " or ".join(f"({o})" for o in outs) or "1 = 0"
     text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
             f"{enc.dom(e, 'a')} and ({body}) }}")
-    ob = Obligation(f"index range of barrier {decl.display} (line {e.srcinfo.line})",
-                    "barrier index out of range", None, e, text)
+    ob = Obligation(name, kind, None, e, text)
     decide(ob, isl.Set(text), ms)
     ob.seconds = time.perf_counter() - t
     return ob
+
+
+def barrier_bounds(e: Event, ref, enc: Encoder, ms) -> Obligation:
+    decl = enc.prog.vars[ref.name]
+    pre = getattr(decl.mem, "pre_arrive", 0)
+    extra = {d: pre for d, r in enumerate(decl.ring) if pre and r is not None}
+    return range_obligation(e, ref.idx, decl.shape, enc, ms,
+                            f"index range of barrier {decl.display} (line {e.srcinfo.line})",
+                            "barrier index out of range", extra)
 
 
 def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int):

@@ -20,8 +20,8 @@ from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation
 from .relations import Encoder
-from .barriers import (arrive_progress, barrier_bounds, one_arrive_statement, ring_balance,
-                       trailing_before_arrive)
+from .barriers import (arrive_progress, barrier_bounds, one_arrive_statement,
+                       range_obligation, ring_balance, trailing_before_arrive)
 from .decide import decide as _decide
 
 
@@ -242,21 +242,6 @@ def _q(abbrev):
 
 
 def _bounds(A: Event, decl, enc: Encoder, ms) -> Obligation:
-    t = time.perf_counter()
-    outs = []
-    for w, ext in zip(A.box, decl.shape):
-        X = enc.ex(ext, A, "a")
-        if w[0] == "pt":
-            i = enc.ex(w[1], A, "a")
-            outs.append(f"{i} < 0 or {i} >= {X}")
-        else:
-            lo, hi = enc.ex(w[1], A, "a"), enc.ex(w[2], A, "a")
-            outs.append(f"{lo} < 0 or {hi} > {X} or {lo} > {hi}")
-    body = " or ".join(f"({o})" for o in outs) or "1 = 0"
-    text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(A, 'a'))}] : {enc.context} and "
-            f"{enc.dom(A, 'a')} and ({body}) }}")
-    ob = Obligation(f"bounds of {A.what} (line {A.srcinfo.line})", "out of bounds", None, A,
-                    text)
-    _decide(ob, isl.Set(text), ms)
-    ob.seconds = time.perf_counter() - t
-    return ob
+    return range_obligation(A, A.box, decl.shape, enc, ms,
+                            f"bounds of {A.what} (line {A.srcinfo.line})", "out of bounds",
+                            empty_intervals=False)
