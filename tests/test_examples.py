@@ -12,10 +12,10 @@ and the fix is accepted.
 
 from __future__ import annotations
 
+from testlib import load_path
+
 import functools
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,13 +33,7 @@ DIR = Path(__file__).resolve().parents[1] / "examples"
 
 # ------------------------------------------------------------------ loading and inputs
 def load_module(path: Path):
-    name = f"exogpu_{path.parent.name}__{path.stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return load_path(path)
 
 
 def module_procs(mod) -> dict:

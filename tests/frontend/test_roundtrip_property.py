@@ -8,9 +8,9 @@ the same round trip on every module-level procedure of ``examples/*.py`` and ``s
 
 from __future__ import annotations
 
-import importlib.util
+from testlib import load_path
+
 import random
-import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -702,16 +702,7 @@ def _module_files():
 
 
 def _import(path: Path):
-    name = f"exogpu_roundtrip__{path.parent.name}__{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod
+    return load_path(path, 'exogpu_roundtrip')
 
 
 FILES = _module_files()

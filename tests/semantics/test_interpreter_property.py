@@ -5,9 +5,9 @@ out directly)."""
 
 from __future__ import annotations
 
-import importlib.util
+from testlib import load_path
+
 import itertools
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +21,7 @@ from exogpu_verify.semantics.vectorize import plan_vectorization
 
 
 def _load(relpath: str):
-    """Import a helper module of this folder by path (``tests/`` has no packages, and the
-    name ``conftest`` is ambiguous across folders)."""
-    path = Path(__file__).resolve().parent / relpath
-    name = "exogpu_tests__semantics__" + "__".join(Path(relpath).with_suffix("").parts)
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return load_path(Path(__file__).resolve().parent / relpath)
 
 
 IR = _load("irbuild.py")

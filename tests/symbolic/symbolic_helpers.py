@@ -8,10 +8,10 @@ the witness sizes says ``refuted``; ``unknown`` is allowed but counted.
 
 from __future__ import annotations
 
-import importlib.util
+from testlib import load_path as _load_path
+
 import itertools
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,19 +27,7 @@ HERE = Path(__file__).resolve().parent
 
 def load_path(path: Path, prefix: str = "exogpu_symtests"):
     """Import a file by path once (``@proc`` needs its source on disk)."""
-    path = Path(path).resolve()
-    name = prefix + "__" + "__".join(path.relative_to(ROOT).with_suffix("").parts)
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod
+    return _load_path(path, prefix)
 
 
 def generator():
