@@ -11,8 +11,12 @@ TMA (``cuda_warp``; see ``_tma``):
 wgmma (``cuda_warpgroup``; see ``_wgmma``):
   ``wgmma_m64n{N}k{K}_f32_{T}_ss`` and ``..._rs`` for N in 8..256 step 8, T in f32 (tf32,
   K=8), bf16 and f16 (K=16), 128-byte swizzled operands; ``wgmma_zero_m64n{N}``.
-  Factories ``Sm90_wgmma_ss(T, N, swizzle_a, swizzle_b)``, ``Sm90_wgmma_rs(T, N, swizzle_b)``
-  and ``Sm90_wgmma_zero(N)`` give the 64- and 32-byte swizzle members too.
+  MN-major (transposed) operands, bf16/f16, 128-byte swizzle: ``..._ss_mn_a`` (A M-major
+  ``[1, 16, 64]``) for every N, and for N in 64, 128, 192, 256 ``..._ss_mn_b``,
+  ``..._ss_mn_ab`` and ``..._rs_mn_b`` (B N-major ``[N/64, 16, 64]``).
+  Factories ``Sm90_wgmma_ss(T, N, swizzle_a, swizzle_b, major_a, major_b)``,
+  ``Sm90_wgmma_rs(T, N, swizzle_b, major_b)`` and ``Sm90_wgmma_zero(N)`` give the 64- and
+  32-byte swizzle members too (``major_* = "K"`` or ``"MN"``).
 Memories: ``Sm90_RmemMatrixD`` (wgmma accumulator tile), ``Sm90_RmemMatrixA`` (A fragment),
   ``Sm90_tensorMapAny`` (TMA parameter memory: any tensor-map window); ``Sm90_SmemSwizzled``
   and ``Sm90_tensorMap`` come from the language.
@@ -92,5 +96,12 @@ for _T in _TYPES:
     for _N in N_VALUES:
         _export(Sm90_wgmma_ss(_T, _N))
         _export(Sm90_wgmma_rs(_T, _N))
+    if _T.nbytes == 2:  # MN-major operands: 16-bit types; an N-major B spans whole 64-atoms
+        for _N in N_VALUES:
+            _export(Sm90_wgmma_ss(_T, _N, major_a="MN"))
+        for _N in range(64, 257, 64):
+            _export(Sm90_wgmma_ss(_T, _N, major_b="MN"))
+            _export(Sm90_wgmma_ss(_T, _N, major_a="MN", major_b="MN"))
+            _export(Sm90_wgmma_rs(_T, _N, major_b="MN"))
 for _N in N_VALUES:
     _export(Sm90_wgmma_zero(_N))

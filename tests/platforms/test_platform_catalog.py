@@ -40,6 +40,15 @@ def test_wgmma_descriptors_follow_the_swizzle():
     args = {"D": "d", "D_scale_d": "f", "A": "a", "B": "b"}
     t = sm90.Sm90_wgmma_ss(bf16, 64, 64, 32).instr.codegen(args)
     assert "exo_wgmma_desc(a, 16, 512, 2)" in t and "exo_wgmma_desc(b, 16, 256, 3)" in t
+    # MN-major: LBO = the atom-column stride in bytes (2 * stride(X, 0)), SBO = 8 K rows of
+    # `swizzle` bytes (PTX ISA 9.7.15.5.1.2.1; docs/platforms.md)
+    mn = {**args, "A_stride0": "sa", "B_stride0": "sb"}
+    t = sm90.Sm90_wgmma_ss(bf16, 64, 64, 32, "MN", "MN").instr.codegen(mn)
+    assert "exo_wgmma_desc(a, uint32_t(sa) * 2u, 512, 2)" in t
+    assert "exo_wgmma_desc(b, uint32_t(sb) * 2u, 256, 3)" in t
+    t = sm90.wgmma_m64n128k16_f32_bf16_ss_mn_b.instr.codegen(mn)
+    assert "exo_wgmma_desc(a, 16, 1024, 1)" in t
+    assert "exo_wgmma_desc(b, uint32_t(sb) * 2u, 1024, 1)" in t
     t = sm90.wgmma_m64n8k8_f32_f32_ss.instr.codegen(args)
     assert "m64n8k8.f32.tf32.tf32" in t and "exo_p, 1, 1;" in t  # no transpose flags for tf32
     assert t.rstrip().endswith("f = 1; }")

@@ -34,6 +34,14 @@ def _variants():
         for sa, sb in ((64, 64), (32, 32), (128, 64)):
             out.append((sm90.Sm90_wgmma_ss(T, 64, sa, sb), None))
         out.append((sm90.Sm90_wgmma_rs(T, 32, 64), None))
+    # MN-major (transposed) operands beyond the pre-instantiated 128-byte-swizzle members:
+    # both transposes, each smaller swizzle (its mode and SBO), N spanning several atom columns
+    for T, N, sa, sb, ma, mb in ((bf16, 64, 64, 64, "MN", "MN"), (f16, 32, 32, 32, "MN", "K"),
+                                 (bf16, 96, 128, 32, "K", "MN"), (f16, 48, 64, 128, "MN", "K"),
+                                 (f16, 256, 32, 64, "MN", "MN")):
+        out.append((sm90.Sm90_wgmma_ss(T, N, sa, sb, ma, mb), None))
+    out.append((sm90.Sm90_wgmma_rs(f16, 64, 64, "MN"), None))
+    out.append((sm90.Sm90_wgmma_rs(bf16, 16, 32, "MN"), None))
     out.append((sm90.Sm90_tma_multicast(2, bf16, 2, 2), None))
     out.append((sm90.Sm90_tma_multicast(2, f32, 8), None))
     return out
@@ -95,6 +103,19 @@ def test_a_ptx_typo_fails_to_assemble():
     assert ".f33" in src
     r = h.compile_cu(src, "80", Path(tempfile.mkdtemp(prefix="exogpu_ptx_bad_")))
     assert r.returncode != 0
+
+
+def test_wgmma_transpose_flags_reach_the_ptx():
+    """imm-trans-a/b (PTX ISA 9.7.15.5.2): 1 for an MN-major operand; the RS form has only
+    imm-trans-b. ptxas accepts these immediates (test_every_template_assembles)."""
+    args = {"D": "d", "D_scale_d": "s", "A": "a", "B": "b", "A_stride0": "1024",
+            "B_stride0": "4096"}
+    for p, tail in ((sm90.wgmma_m64n64k16_f32_bf16_ss_mn_a, "exo_p, 1, 1, 1, 0;"),
+                    (sm90.wgmma_m64n64k16_f32_f16_ss_mn_b, "exo_p, 1, 1, 0, 1;"),
+                    (sm90.wgmma_m64n64k16_f32_bf16_ss_mn_ab, "exo_p, 1, 1, 1, 1;"),
+                    (sm90.wgmma_m64n64k16_f32_bf16_ss, "exo_p, 1, 1, 0, 0;"),
+                    (sm90.wgmma_m64n64k16_f32_f16_rs_mn_b, "exo_p, 1, 1, 1;")):
+        assert tail in p.instr.codegen(args), p.name
 
 
 def test_wgmma_operand_count_matches_n():
