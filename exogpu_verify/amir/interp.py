@@ -5,6 +5,37 @@ tagged with the threads that execute it (CPU code: every thread; a device task: 
 cluster; ``cuda_threads``/``CudaWarps``: sub-collectives), and keeps an access history per
 allocation instance. It raises ``Hazard`` at the first access, free or barrier use that the
 history cannot order, and ``CheckError`` for misuse it cannot interpret.
+
+Task reuse (``Machine.loop`` on an innermost ``cuda_tasks`` loop, ``_reuse_locals``,
+``_replay``). The tasks of a GEMM-like kernel run the same statement instances on their own
+fresh SMEM, registers and barriers and differ only in which GMEM tile they touch. The first
+task of such a loop (the *reference*) is run in full while the machine records, in program
+order, every statement instance except accesses to *task-local* variables (those allocated
+inside the loop body), each with its threads and its environment. Every later task with the
+same environment outside the task iterators only *replays* that record: task-local accesses
+are skipped; allocations, frees, Fences, Arrives, Awaits and every access to a non-local
+variable run for real, with the task iterators set to the task's values. This gives the
+same verdict and report as running the task in full, when the body qualifies statically:
+
+(a) no task iterator occurs in a loop bound, an If condition, an allocation shape, a barrier
+    index, or the box of an access to a task-local variable, and no loop of the body rebinds
+    a task iterator; (b) every barrier the body uses is allocated in the body.
+
+Why: by (a) every task executes the same statement instances with the same threads (tiles
+of the same cluster mask), the same iterator values except the task iterators, and the same
+task-local boxes; by (b) its barrier elements are fresh and receive the same Arrive/Await
+sequence, so their arrive counts, pre-arrives, commit groups and misuse checks are the same.
+Each record's state changes only through accesses to its own variable (checks, supersede,
+coalescing) and through syncs, whose effect on a record depends only on that record's flags
+and on the barrier counts; a task-local record is created by the task and only carries flags
+of the task's own threads. So the task-local records of task t evolve exactly as the
+reference's, every check on them passes as it did there, and they never influence a
+non-local record (nor are they visible after their free at the end of the body). The
+non-local part of the state (GMEM records, CPU-scope records, any record of an earlier
+task) is updated by exactly the statements that are replayed for real, in the same order.
+The first error of task t, if any, is therefore the first one raised by a replayed statement,
+with the same threads and iterators in its report. ``steps`` still counts every statement
+instance of the program.
 """
 
 from __future__ import annotations
@@ -84,11 +115,56 @@ _SYNC_BITS: dict = {}
 
 
 def _sync_bits(L) -> tuple:
-    """(full bits, temporal bits) of a sync timeline, computed once per timeline."""
-    hit = _SYNC_BITS.get(L)
-    if hit is None:
-        hit = _SYNC_BITS[L] = (_bits(L.full), _bits(L.temporal))
-    return hit
+    """(full bits, temporal bits) of a sync timeline, computed once per timeline (keyed by
+    identity: hashing a timeline's frozensets on every sync statement is measurable)."""
+    hit = _SYNC_BITS.get(id(L))
+    if hit is None or hit[0] is not L:
+        hit = _SYNC_BITS[id(L)] = (L, _bits(L.full), _bits(L.temporal),
+                                   frozenset(_bits(L.full)))
+    return hit[1], hit[2]
+
+
+def _sync_bits_full(L) -> tuple:
+    """(full bits as a frozenset, temporal bits) of a sync timeline's first-timeline use."""
+    _sync_bits(L)
+    hit = _SYNC_BITS[id(L)]
+    return hit[3], hit[2]
+
+
+_REFS: dict = {}
+
+
+def _ref_values(ref, env):
+    """Per dimension, the evaluated index values of a barrier reference (one compiled
+    function per reference)."""
+    hit = _REFS.get(id(ref))
+    if hit is None or hit[0] is not ref:
+        parts = []
+        for w in ref.idx:
+            if w[0] == "pt":
+                parts.append(f"({_py(w[1])},)")
+            else:
+                parts.append(f"range({_py(w[1])}, {_py(w[2])})")
+        fn = eval(f"lambda E: ({', '.join(parts)}{',' if len(parts) == 1 else ''})")  # noqa: S307
+        hit = _REFS[id(ref)] = (ref, fn)
+    return hit[1](env)
+
+
+def _ref_values_slow(ref, env, exts, display):
+    """``_ref_values`` one dimension at a time, checking the range of each as it goes (the
+    order in which errors were always reported; used when a dimension does not compile)."""
+    out = []
+    for w, ext in zip(ref.idx, exts):
+        if w[0] == "pt":
+            vals = [ev(w[1], env)]
+        else:
+            vals = list(range(ev(w[1], env), ev(w[2], env)))
+        for x in vals:
+            if not 0 <= x < ext:
+                raise CheckError("barrier-usage", f"barrier index {x} out of range "
+                                 f"[0, {ext}) for {display}", ref.srcinfo)
+        out.append(vals)
+    return out
 
 
 def _mutated_names(stmts, out: set) -> set:
@@ -105,26 +181,71 @@ def _mutated_names(stmts, out: set) -> set:
     return out
 
 
+#: default for ``Machine(reuse_tasks=None)``; tests switch it off to compare both runs
+REUSE_TASKS = True
+
+_LEAF = frozenset({A.AmAccess, A.AmFence, A.AmArrive, A.AmAwait, A.AmAlloc, A.AmFree})
+
+
+def _free_names(e):
+    """Control variables an expression reads, or None if it is not a plain control
+    expression (then it is treated as depending on everything)."""
+    if isinstance(e, N.Const) or isinstance(e, N.StrideExpr):
+        return frozenset()
+    if isinstance(e, N.Read):
+        return None if e.idx else frozenset((e.name,))
+    if isinstance(e, N.BinOp):
+        a, b = _free_names(e.lhs), _free_names(e.rhs)
+        return None if a is None or b is None else a | b
+    if isinstance(e, N.UnOp):
+        return _free_names(e.arg)
+    return None
+
+
 _BOXES: dict = {}
+
+
+def _compile_box(s: A.AmAccess):
+    parts = []
+    for w in s.box:
+        if w[0] == "pt":
+            parts.append(f"(lambda i: (i, i + 1))({_py(w[1])})")
+        else:
+            parts.append(f"({_py(w[1])}, {_py(w[2])})")
+    fn = eval(f"lambda E: ({', '.join(parts)}{',' if len(parts) == 1 else ''})")  # noqa: S307
+    if s.box and all(w[0] == "pt" for w in s.box):
+        # a single element: the point key comes with the box
+        key = eval(f"lambda E: ({', '.join(_py(w[1]) for w in s.box)},)")  # noqa: S307
+
+        def both(E, key=key):
+            k = key(E)
+            return tuple((i, i + 1) for i in k), k
+    else:
+        def both(E, fn=fn):
+            b = fn(E)
+            return b, point_key(b)
+    return (s, fn, both)
 
 
 def box_of(s: A.AmAccess, env):
     """The evaluated box of an access: one compiled function per statement."""
     hit = _BOXES.get(id(s))
     if hit is None or hit[0] is not s:
-        parts = []
-        for w in s.box:
-            if w[0] == "pt":
-                parts.append(f"(lambda i: (i, i + 1))({_py(w[1])})")
-            else:
-                parts.append(f"({_py(w[1])}, {_py(w[2])})")
-        fn = eval(f"lambda E: ({', '.join(parts)}{',' if len(parts) == 1 else ''})")  # noqa: S307
-        hit = _BOXES[id(s)] = (s, fn)
+        hit = _BOXES[id(s)] = _compile_box(s)
     return hit[1](env)
 
 
+def box_and_key(s: A.AmAccess, env):
+    """``(box_of(s, env), point_key(box))``."""
+    hit = _BOXES.get(id(s))
+    if hit is None or hit[0] is not s:
+        hit = _BOXES[id(s)] = _compile_box(s)
+    return hit[2](env)
+
+
 class Machine:
-    def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None):
+    def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None,
+                 reuse_tasks: bool | None = None):
         self.am = am
         #: variables never mutated anywhere: reads of them cannot take part in a hazard
         #: (reads are only checked against later mutations and, for SMEM, frees)
@@ -146,6 +267,20 @@ class Machine:
         self._qcache: dict = {}
         self.finished: set = set()  # records of finished tasks, for the kernel-exit fence
         self.task_iters: list[str] = []
+        #: task reuse (see ``_run_tasks`` in the module docstring); False runs every task
+        self.reuse_tasks = REUSE_TASKS if reuse_tasks is None else reuse_tasks
+        self.replayed_tasks = 0
+        self._reuse_info: dict = {}
+        self._traces: dict = {}
+        self._trace = None  # while recording a reference task: [(stmt, mask, env)]
+        self._trace_local: frozenset = frozenset()
+        # bound methods, so that subclasses and patched methods are honoured
+        self._dispatch = {
+            A.AmAccess: self.access, A.AmFor: self.loop, A.AmIf: self._if,
+            A.AmFence: self._fence_stmt, A.AmArrive: self.arrive, A.AmAwait: self.await_,
+            A.AmAlloc: self.alloc, A.AmFree: self.free, A.AmWarps: self.with_warps,
+            A.AmKernel: self.kernel,
+        }
 
     # ------------------------------------------------------------ records
     def _register(self, rec: Record, task: int):
@@ -189,29 +324,106 @@ class Machine:
         if self.deadline is not None and not self.steps & 4095 and \
                 time.perf_counter() > self.deadline:
             raise TimeoutError
-        t = type(s)
-        if t is A.AmAccess:
-            self.access(s)
-        elif t is A.AmFor:
-            self.loop(s)
-        elif t is A.AmIf:
-            self.block(s.body if ev(s.cond, self.env) else s.orelse)
-        elif t is A.AmFence:
-            self.fence(s.L1, s.L2, self.task, self.mask)
-        elif t is A.AmArrive:
-            self.arrive(s)
-        elif t is A.AmAwait:
-            self.await_(s)
-        elif t is A.AmAlloc:
-            self.alloc(s)
-        elif t is A.AmFree:
-            self.free(s)
-        elif t is A.AmWarps:
-            self.with_warps(s)
-        elif t is A.AmKernel:
-            self.kernel(s)
-        else:
-            raise TypeError(t.__name__)
+        tr = self._trace
+        if tr is not None and type(s) in _LEAF and \
+                not (type(s) is A.AmAccess and s.name in self._trace_local):
+            tr.append((s, self.mask, dict(self.env)))
+        try:
+            fn = self._dispatch[type(s)]
+        except KeyError:
+            raise TypeError(type(s).__name__) from None
+        fn(s)
+
+    def _if(self, s: A.AmIf):
+        self.block(s.body if ev(s.cond, self.env) else s.orelse)
+
+    def _fence_stmt(self, s: A.AmFence):
+        self.fence(s.L1, s.L2, self.task, self.mask)
+
+    # ------------------------------------------------------------ task reuse
+    def _reuse_locals(self, s: A.AmFor):
+        """The task-local names of innermost task loop ``s`` if its tasks may reuse the first
+        task's trace (see ``_run_tasks``), else None. Computed once per loop node."""
+        hit = self._reuse_info.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1]
+        titers = frozenset(self.task_iters) | {s.iter}
+        local: set = set()
+
+        def allocs(stmts):
+            for x in stmts:
+                if type(x) is A.AmAlloc:
+                    local.add(x.name)
+                for sub in (getattr(x, "body", None), getattr(x, "orelse", None)):
+                    if sub:
+                        allocs(sub)
+
+        allocs(s.body)
+
+        def inv(*es):  # no task iterator in these expressions
+            for e in es:
+                names = _free_names(e)
+                if names is None or names & titers:
+                    return False
+            return True
+
+        def inv_box(box):
+            return all(inv(*w[1:]) for w in box)
+
+        def inv_ref(ref):
+            return ref.name in local and inv_box(ref.idx)
+
+        def ok(stmts):
+            for x in stmts:
+                t = type(x)
+                if t is A.AmFor:
+                    if x.iter in titers or not inv(x.lo, x.hi) or not ok(x.body):
+                        return False
+                elif t is A.AmIf:
+                    if not inv(x.cond) or not ok(x.body) or not ok(x.orelse):
+                        return False
+                elif t is A.AmWarps:
+                    if not ok(x.body):
+                        return False
+                elif t is A.AmAlloc:
+                    if not inv(*x.shape):
+                        return False
+                elif t is A.AmAccess:
+                    if x.name in local and not inv_box(x.box):
+                        return False
+                    if not all(inv_ref(b) for b in x.barriers):
+                        return False
+                elif t is A.AmArrive:
+                    if not all(inv_ref(b) for b in x.targets):
+                        return False
+                elif t is A.AmAwait:
+                    if not inv_ref(x.target):
+                        return False
+                elif t not in (A.AmFence, A.AmFree):
+                    return False
+            return True
+
+        out = frozenset(local) if self.reuse_tasks and ok(s.body) else None
+        self._reuse_info[id(s)] = (s, out)
+        return out
+
+    def _replay(self, trace, tvals: dict, nsteps: int):
+        """Run the recorded non-local statement instances of a reference task for the
+        current task: task iterators take this task's values, threads are the recorded
+        sub-collectives (identical in every task)."""
+        saved_env, saved_mask = self.env, self.mask
+        dispatch = self._dispatch
+        try:
+            for s, mask, env in trace:
+                env.update(tvals)
+                self.env = env
+                self.mask = mask
+                dispatch[type(s)](s)
+        finally:
+            self.env, self.mask = saved_env, saved_mask
+        self.steps += nsteps
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise TimeoutError
 
     def loop(self, s: A.AmFor):
         lo, hi = ev(s.lo, self.env), ev(s.hi, self.env)
@@ -235,13 +447,36 @@ class Machine:
             return
         if s.kind == "task" and s.innermost_task:
             cluster = range_mask(0, self.cfg.blockDim * self.cfg.clusterDim)
+            local = self._reuse_locals(s) if lo < hi else None
+            titers = self.task_iters + [s.iter]
+            rkey = None
+            if local is not None and self._trace is None:
+                try:
+                    rkey = (id(s), self.named, cluster,
+                            frozenset((k, v) for k, v in env.items() if k not in titers))
+                except TypeError:  # an unhashable value: run every task
+                    rkey = None
             for i in range(lo, hi):
                 env[s.iter] = i
                 self.ntasks += 1
                 self.task, self.mask = self.ntasks, cluster
-                self.task_desc[self.ntasks] = ", ".join(
-                    f"{k}={env[k]}" for k in self.task_iters + [s.iter])
-                self.block(s.body)
+                self.task_desc[self.ntasks] = ", ".join(f"{k}={env[k]}" for k in titers)
+                ref = self._traces.get(rkey) if rkey is not None else None
+                if ref is not None:
+                    self.replayed_tasks += 1
+                    self._replay(ref[0], {k: env[k] for k in titers}, ref[1])
+                elif rkey is not None:
+                    # the reference task: run it fully, recording what later tasks replay
+                    steps0 = self.steps
+                    self._trace, self._trace_local = [], local
+                    try:
+                        self.block(s.body)
+                        trace = self._trace
+                    finally:
+                        self._trace, self._trace_local = None, frozenset()
+                    self._traces[rkey] = (trace, self.steps - steps0, s)
+                else:
+                    self.block(s.body)
                 # nothing inside the kernel can synchronize a finished task's records any
                 # more, but the kernel-exit stream fence must still reach them
                 done = self.index.pop(self.task, None)
@@ -387,8 +622,7 @@ class Machine:
     # ------------------------------------------------------------ accesses
     def access(self, s: A.AmAccess):
         v = self.vars.get(s.name) or self._param_state(s.name)
-        box = box_of(s, self.env)
-        pkey = point_key(box)
+        box, pkey = box_and_key(s, self.env)
         for (lo, hi), ext in zip(box, v.shape):
             if lo < 0 or hi > ext or lo > hi:
                 raise CheckError("sync", f"out-of-bounds access {v.name}"
@@ -445,7 +679,7 @@ class Machine:
         if mode == "read" and not s.barriers and self._coalesce(v, s, box, pkey):
             return
         new = Record(box, mode != "read", mode == "atomic",
-                     ev_new or self.event(s.srcinfo, s.what, quals), qmask, v.name)
+                     ev_new or self.event(s.srcinfo, s.what, quals), qmask, v.name, pkey)
         q0 = qbits[0]
         if s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
             new.flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask}, (q0, 2): {task: mask},
@@ -524,51 +758,68 @@ class Machine:
                 self._register(rec, task)
 
     def fence(self, L1, L2, task, mask):
-        self._fence_bits(*_sync_bits(L1), *_sync_bits(L2), task, mask)
+        full1, temp1 = _sync_bits_full(L1)
+        full2, temp2 = _sync_bits(L2)
+        for rec in self._records_for(task):
+            lvl = rec.sync_level(task, mask, full1, temp1)
+            if lvl is not None:
+                rec.augment(task, mask, full2, temp2, lvl)
+                self._register(rec, task)
 
     def _elements(self, ref: A.AmBarrierRef):
         b = self.barriers.get(ref.name)
         if b is None:
             raise CheckError("barrier-usage", f"barrier {ref.name} used outside its lifetime",
                              ref.srcinfo)
-        idxs = [[]]
-        for d, w in enumerate(ref.idx):
-            if w[0] == "pt":
-                vals = [ev(w[1], self.env)]
-            else:
-                vals = list(range(ev(w[1], self.env), ev(w[2], self.env)))
-            ext = b["shape"][d]
-            if b["ring"] and b["ring"][d] is not None and b["mech"].pre_arrive:
-                # a ring dimension's virtual indices run past the extent by the pre-arrive
-                # count: the consumer that frees slot i arrives on z[i + pre_arrive]
-                ext += b["mech"].pre_arrive
-            for x in vals:
+        exts = b.get("exts")
+        if exts is None:
+            exts = []
+            for d, ext in enumerate(b["shape"]):
+                if b["ring"] and b["ring"][d] is not None and b["mech"].pre_arrive:
+                    # a ring dimension's virtual indices run past the extent by the
+                    # pre-arrive count: the consumer that frees slot i arrives on
+                    # z[i + pre_arrive]
+                    ext += b["mech"].pre_arrive
+                exts.append(ext)
+            exts = b["exts"] = tuple(exts)
+        try:
+            vals = _ref_values(ref, self.env)
+        except Exception:  # noqa: BLE001 - redo it the slow way, for the same error
+            vals = _ref_values_slow(ref, self.env, exts, b["display"])
+        for vs, ext in zip(vals, exts):
+            for x in vs:
                 if not 0 <= x < ext:
                     raise CheckError("barrier-usage", f"barrier index {x} out of range "
                                      f"[0, {ext}) for {b['display']}", ref.srcinfo)
-            idxs = [i + [x] for i in idxs for x in vals]
+        if len(vals) == 1:
+            idxs = [(x,) for x in vals[0]]
+        else:
+            idxs = [()]
+            for vs in vals:
+                idxs = [i + (x,) for i in idxs for x in vs]
         mech = b["mech"]
+        elems = b["elems"]
+        commit = mech.kind == "commit"
         out = []
         for i in idxs:
-            key = (ref.name, tuple(i))
-            if mech.kind == "commit":
+            key = (ref.name, i)
+            if commit:
                 key = key + (self.task, self.mask)
-            st = b["elems"].get(key)
+            st = elems.get(key)
             if st is None:
                 pre = False
                 if mech.pre_arrive:
                     for d, depth in enumerate(b["ring"]):
                         if depth is not None and i[d] < mech.pre_arrive:
                             pre = True
-                st = b["elems"][key] = BarrierState(mech.kind, pre)
+                st = elems[key] = BarrierState(mech.kind, pre)
             out.append((key, st))
         return out
 
     def arrive(self, s: A.AmArrive):
         task, mask = self.task, self.mask
         elems = [e for ref in s.targets for e in self._elements(ref)]
-        full1, temp1 = _sync_bits(s.L1)
-        full1 = frozenset(full1)
+        full1, temp1 = _sync_bits_full(s.L1)
         for rec in self._records_for(task):
             lvl = rec.sync_level(task, mask, full1, temp1)
             if lvl is None:

@@ -71,9 +71,9 @@ class Record:
     __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key",
                  "dead", "init_flags")
 
-    def __init__(self, box, mutate, atomic, event, qmask, var):
+    def __init__(self, box, mutate, atomic, event, qmask, var, key=False):
         self.box = box
-        self.key = point_key(box)
+        self.key = point_key(box) if key is False else key
         self.mutate = mutate
         self.atomic = atomic
         self.event = event
@@ -134,7 +134,7 @@ class Record:
     def tasks(self):
         out = set()
         for ts in self.flags.values():
-            out.update(ts.keys())
+            out.update(ts)
         return out
 
 
