@@ -16,6 +16,7 @@ from .base import (alloc_cursor, block_cursor, check_proc, finish, parse_expr, s
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (add, block_of, cmp, conj, const, div, expr_walk, mod, names_used, node_at,
+                      window_composers,
                       simp, splice, sub, var, walk)
 
 # ---------------------------------------------------------------- access mapping
@@ -395,27 +396,7 @@ def inline_window(proc, winstmt_cursor):
                               "on the host)", proc, [path])
     base = w.rhs
 
-    def fp(idx):
-        out, k = [], 0
-        for a in base.idx:
-            if isinstance(a, N.Point):
-                out.append(a.pt)
-            else:
-                out.append(add(a.lo, idx[k]))
-                k += 1
-        return tuple(out)
-
-    def fw(wi):
-        out, k = [], 0
-        for a in base.idx:
-            if isinstance(a, N.Point):
-                out.append(a)
-            else:
-                x = wi[k]
-                k += 1
-                out.append(N.Point(add(a.lo, x.pt)) if isinstance(x, N.Point) else
-                           N.Interval(add(a.lo, x.lo), add(a.lo, x.hi)))
-        return tuple(out)
+    fp, fw = window_composers(base)
 
     rest = map_buffer(_scope_after(proc, path), w.name, fp, fw, new_name=base.name)
     parent, (field, i) = path[:-1], path[-1]

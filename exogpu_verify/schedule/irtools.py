@@ -442,3 +442,32 @@ def conj(a, b):
     if b is None:
         return a
     return N.BinOp("and", a, b, bool_)
+
+
+def window_composers(w):
+    """For a window ``w`` of a base buffer: ``fp(idx)`` maps point indices of the window to
+    the base's indices, ``fw(waccess)`` maps a window of the window to a window of the base."""
+
+    def fp(idx):
+        out, k = [], 0
+        for a in w.idx:
+            if isinstance(a, N.Point):
+                out.append(a.pt)
+            else:
+                out.append(add(a.lo, idx[k]))
+                k += 1
+        return tuple(out)
+
+    def fw(wi):
+        out, k = [], 0
+        for a in w.idx:
+            if isinstance(a, N.Point):
+                out.append(a)
+            else:
+                x = wi[k]
+                k += 1
+                out.append(N.Point(add(a.lo, x.pt)) if isinstance(x, N.Point) else
+                           N.Interval(add(a.lo, x.lo), add(a.lo, x.hi)))
+        return tuple(out)
+
+    return fp, fw

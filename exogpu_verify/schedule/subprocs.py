@@ -15,6 +15,7 @@ from .buffers import map_buffer
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (add, all_names, expr_walk, rename_var, simp, splice, sub, subst,
+                      window_composers,
                       subst_stmts, walk)
 
 # ---------------------------------------------------------------- inline
@@ -65,27 +66,7 @@ def inline(proc, call_cursor):
 
 
 def _resolve_param(stmts, pname, w: N.WindowExpr):
-    def fp(idx):
-        out, k = [], 0
-        for a in w.idx:
-            if isinstance(a, N.Point):
-                out.append(a.pt)
-            else:
-                out.append(add(a.lo, idx[k]))
-                k += 1
-        return tuple(out)
-
-    def fw(wi):
-        out, k = [], 0
-        for a in w.idx:
-            if isinstance(a, N.Point):
-                out.append(a)
-            else:
-                x = wi[k]
-                k += 1
-                out.append(N.Point(add(a.lo, x.pt)) if isinstance(x, N.Point) else
-                           N.Interval(add(a.lo, x.lo), add(a.lo, x.hi)))
-        return tuple(out)
+    fp, fw = window_composers(w)
 
     return map_buffer(stmts, pname, fp, fw, new_name=w.name)
 
