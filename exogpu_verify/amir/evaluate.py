@@ -59,11 +59,7 @@ def ev(e, env):
 _STREAM_BITS = tuple(q.bit for q in cuda_stream_sync.full)
 _LAUNCH_L1 = tuple(sorted(set(_STREAM_BITS) | {QUAL_TLS["cpu"].bit}))
 _FREE_BITS = (QUAL_TLS["c2"].bit, QUAL_TLS["aret"].bit)
-#: quals whose accesses are ordered in issue order even from an asynchronous instruction:
-#: wgmma accumulator registers. PTX ISA 9.7.15.6 (wgmma.fence): accesses to the same
-#: accumulator registers across wgmma.mma_async instructions are ordered by the hardware, so
-#: consecutive wgmmas may chain into one accumulator without a wait (notes 3.4: "D in-order").
-_IN_ORDER_BITS = frozenset({QUAL_TLS["wgD"].bit})
+_IN_ORDER_BITS = frozenset(q.bit for q in QUAL_TLS.values() if q.hw_ordered)
 
 
 def _bits(qs) -> tuple:

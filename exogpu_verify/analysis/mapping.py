@@ -96,34 +96,37 @@ class ThreadMapping:
         for t in self.thread_iters:
             cons.append(f"0 <= {isl_name(t.name)} < {t.count}")
         params = sorted(isl_name(p) for p in params if p not in self.loop_vars)
-        terms, exist = [], []
-        for k, d in enumerate(self.collective.dims):
-            start = _affine_isl(d.start)
-            if d.length > 1:
-                x = f"x{k}_"
-                exist.append((x, d.length))
-                start = f"({start}) + {x}"
-            terms.append(f"{d.pitch} * ({start})")
-        rel = f"tid = {' + '.join(terms) if terms else '0'}"
+        ren = {v: isl_name(v) for v in self.loop_vars}
+        rel, exist = self.tid_constraint(ren, "tid", "x")
         if exist:
-            bounds = " and ".join(f"0 <= {x} < {n}" for x, n in exist)
-            rel = f"exists ({', '.join(x for x, _ in exist)} : {rel} and {bounds})"
+            rel = f"exists ({', '.join(exist)} : {rel})"
         cons.append(rel)
         ins = ", ".join(isl_name(v) for v in self.loop_vars)
         return f"[{', '.join(params)}] -> {{ [{ins}] -> [tid] : {' and '.join(cons)} }}"
+
+    def tid_constraint(self, rename: dict, tid: str, xprefix: str) -> tuple[str, list[str]]:
+        """isl text "``tid`` is one of the statement's threads" over the loop variables as
+        renamed by ``rename``; returns (text, names of the existential variables it uses)."""
+        terms, exist, cons = [], [], []
+        for k, d in enumerate(self.collective.dims):
+            parts = [f"{c}*{rename.get(n, isl_name(n))}" for n, c in d.start.terms]
+            if d.start.const or not parts:
+                parts.append(str(d.start.const))
+            start = " + ".join(parts)
+            if d.length > 1:
+                x = f"{xprefix}{k}_"
+                exist.append(x)
+                cons.append(f"0 <= {x} < {d.length}")
+                start = f"({start}) + {x}"
+            terms.append(f"{d.pitch} * ({start})")
+        cons.append(f"{tid} = {' + '.join(terms) if terms else '0'}")
+        return " and ".join(cons), exist
 
     def to_isl(self):
         """``islpy.Map`` ``[params] -> { [loop vars] -> [tid] }``."""
         import islpy as isl
 
         return isl.Map(self.to_isl_str())
-
-
-def _affine_isl(a) -> str:
-    parts = [f"{c}*{isl_name(n)}" for n, c in a.terms]
-    if a.const or not parts:
-        parts.append(str(a.const))
-    return " + ".join(parts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,12 +50,15 @@ INSTR_TLS = {
 
 @dataclass(frozen=True, slots=True)
 class QualTL:
-    """A qualitative timeline. ``bit`` orders them for bitset encodings."""
+    """A qualitative timeline. ``bit`` orders them for bitset encodings. ``hw_ordered``: the
+    hardware orders consecutive accesses on it even when the instruction is asynchronous
+    (wgmma's register accumulator: PTX ISA, wgmma, accumulator dependences are tracked)."""
 
     name: str
     abbrev: str
     bit: int
     convergent: bool
+    hw_ordered: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -79,9 +82,16 @@ _QUALS = [
     ("wgmma_zero_qual", "wg0", True),
     ("cuda_async_proxy_retired_qual", "aret", False),
 ]
+_HW_ORDERED = {"wgD"}
 QUAL_TLS: dict[str, QualTL] = {
-    abbrev: QualTL(name, abbrev, bit, conv) for bit, (name, abbrev, conv) in enumerate(_QUALS)
+    abbrev: QualTL(name, abbrev, bit, conv, abbrev in _HW_ORDERED)
+    for bit, (name, abbrev, conv) in enumerate(_QUALS)
 }
+
+
+def access_in_order(instr_tl: InstrTL, first_qual: QualTL) -> bool:
+    """Is an access recorded as in-order (all visibility flags for its own threads)?"""
+    return instr_tl.in_order or first_qual.hw_ordered
 Q = QUAL_TLS  # short alias used in tables below
 
 cpu_q, strm_q = Q["cpu"], Q["strm"]

@@ -16,7 +16,7 @@ from ..amir import nodes as A
 from ..ir import nodes as N
 from ..ir.affine import NotAffine, check_quasi_affine, cond_to_isl_str, to_isl_str
 from ..ir.memories import BarrierMechanism
-from ..ir.timelines import cuda_in_order_instr
+from ..ir.timelines import access_in_order, cuda_in_order_instr
 
 
 class Unsupported(Exception):
@@ -185,8 +185,7 @@ def collect_events(am: A.AmProc, info) -> Program:
                 if quals is None:
                     raise Unsupported(f"no qualitative timeline for {d.display} @ {d.mem} with "
                                       f"instr-tl {s.instr_tl}", s.srcinfo)
-                # wgmma accumulators are ordered by the hardware (PTX ISA, wgmma): in-order
-                in_order = s.instr_tl.in_order or quals[0].abbrev == "wgD"
+                in_order = access_in_order(s.instr_tl, quals[0])
                 ev.append(Event("access", uid(), mapping=mapping_of(s, kernel), var=s.name,
                                 box=s.box, mode=s.mode, quals=quals,
                                 in_order=in_order, what=s.what,

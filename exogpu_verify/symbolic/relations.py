@@ -112,25 +112,10 @@ class Encoder:
     # ------------------------------------------------------------ threads
     def tid(self, e: Event, pre: str, tid: str) -> tuple[str, list[str]]:
         """Constraint ``tid`` in threads(e); returns (text, existential names)."""
-        m = e.mapping
         if e.kind == "free":
             n = self.prog.kernels[e.kernel].blockDim * self.prog.kernels[e.kernel].clusterDim
             return f"0 <= {tid} < {n}", []
-        r = self.ren(e, pre)
-        terms, exist, cons = [], [], []
-        for k, d in enumerate(m.collective.dims):
-            parts = [f"{c}*{r.get(n, isl_name(n))}" for n, c in d.start.terms]
-            if d.start.const or not parts:
-                parts.append(str(d.start.const))
-            start = " + ".join(parts)
-            if d.length > 1:
-                x = f"{pre}{tid}x{k}"
-                exist.append(x)
-                cons.append(f"0 <= {x} < {d.length}")
-                start = f"({start}) + {x}"
-            terms.append(f"{d.pitch} * ({start})")
-        cons.append(f"{tid} = {' + '.join(terms) if terms else '0'}")
-        return " and ".join(cons), exist
+        return e.mapping.tid_constraint(self.ren(e, pre), tid, f"{pre}{tid}x")
 
     def same_task(self, e1: Event, p1: str, e2: Event, p2: str) -> str | None:
         """Both instances in the same device task (cluster); None if different kernels."""

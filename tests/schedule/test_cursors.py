@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from sched_util import P
 
+from exogpu_verify.schedule.cursors import InvalidCursorError
 from exogpu_verify.schedule import (BlockCursor, ExprCursor, GapCursor, InvalidCursor,
                                     SchedulingError, StmtCursor, divide_loop, find, forward,
                                     insert_pass, reorder_loops, reorder_stmts)
@@ -77,7 +78,7 @@ def test_forwarding_through_rewrites(p):
 
 def test_forward_unrelated_raises(p):
     q = P(SRC)
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidCursorError, match="not derived"):
         forward(q, divide_loop(p, "j", 2, ["a", "b"]).find_loop("a"))
 
 
