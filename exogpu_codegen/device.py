@@ -28,6 +28,7 @@ from . import sync as S
 from .buffers import Buf, c_order_strides
 from .cexpr import Ctl, cname, convert, cpp_type, data_expr_t
 from .emitter import Lines
+from .kernel_facts import bulk_wait_read, proxy_space
 from .errors import not_supported
 from .smem import SMEM_LIMIT, plan_smem, shard_shape
 
@@ -89,6 +90,9 @@ class KernelGen:
             raise not_supported(f"a kernel needing {lay.bytes_needed} bytes of shared memory "
                                 f"(at most {limit} on {self.arch})", self.w)
         fields, ctx = self._captures(tasks, body)
+        gmem = {q.name for q in self.p.params if q.is_data and q.mem.space == "gmem"}
+        self.proxy = proxy_space(self.p, body, gmem, self.C)
+        self.bulk_read = bulk_wait_read(self.p, body, [t.iter for t in tasks])
         ctx.bars = {}
         self.bar_by_path = {b.path: b for b in bars.values()}
         L = self.L
@@ -366,7 +370,8 @@ class KernelGen:
         elif isinstance(s, N.Call):
             self._call(s, path, ctx)
         elif isinstance(s, N.Fence):
-            for ln in S.lower_fence(s, self._coll(path, s), self.C):
+            for ln in S.lower_fence(s, self._coll(path, s), self.C, self._named(path, ctx),
+                                    self.proxy):
                 L(ln)
         elif isinstance(s, N.Arrive):
             self._arrive(s, ctx)
@@ -377,6 +382,30 @@ class KernelGen:
         else:
             raise not_supported(f"statement {type(s).__name__} in device code", s)
         return ctx
+
+    def _named(self, path, ctx: Ctx) -> tuple[str, int] | None:
+        """(C++ id, threads) of a named-barrier Fence, from analysis/named_barriers.py."""
+        nbi = self.info.named_barriers
+        nb = nbi.at(path) if nbi is not None else None
+        if nb is None:
+            return None
+        env = ctx.ctl.env
+        aff = nb.affine()
+        if aff is not None:
+            base, coefs = aff
+            terms = [str(base)] + [f"{c} * {env[n]}" if c != 1 else env[n] for n, c in coefs]
+            return (" + ".join(terms) if coefs else str(base)), nb.threads
+        # not affine in the iterators: select the id by the linear instance index
+        lin, stride = [], 1
+        for n, cnt in reversed(nb.iters):
+            if cnt > 1:
+                lin.append(f"{env[n]} * {stride}" if stride > 1 else env[n])
+            stride *= cnt
+        idx = " + ".join(reversed(lin)) or "0"
+        code = str(nb.ids[-1])
+        for k in reversed(range(len(nb.ids) - 1)):
+            code = f"(exo_lin == {k} ? {nb.ids[k]} : {code})"
+        return f"[&] {{ const int exo_lin = {idx}; return {code}; }}()", nb.threads
 
     def _coll(self, path, node):
         si = self.ci.at(path)
@@ -644,18 +673,18 @@ class KernelGen:
         L = self.L
         b = self._bar(s.target.name, ctx, s)
         if b.kind == "commit":
-            for ln in S.lower_commit_await(s, b):
+            for ln in S.lower_commit_await(s, b, self.bulk_read):
                 L(ln)
             return
         if b.kind == "cluster":
-            for ln in S.lower_cluster_await(s, True):
+            for ln in S.lower_cluster_await(s, True, self.proxy):
                 L(ln)
             return
         proxy = S.mbar_await_proxy(s, b)
         slot, j = S.slot_index(b, s.target, ctx.ctl, s)
         addr = S.slot_addr(b, slot)
         wait = f"exo_mbar_wait({addr}, {S.parity(b, j)});"
-        fence = ' asm volatile("fence.proxy.async;\\n" ::: "memory");' if proxy else ""
+        fence = " " + S.proxy_fence(self.proxy) if proxy else ""
         if j is None:
             L(wait + fence)
         elif b.pre:

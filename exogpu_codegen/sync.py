@@ -2,10 +2,12 @@
 (reference notes 2.7; the table is in docs/codegen.md).
 
 * ``Fence``: the collective that executes it picks the barrier (nothing for one thread,
-  ``__syncwarp()`` for a warp, ``barrier.cta.sync 0`` for a CTA, ``barrier.cluster``
-  arrive+wait for a cluster, ``wgmma.fence`` for ``wgmma_fence_1``); the first timeline adds
-  ``cp.async.wait_all`` when it covers ``Sm80_cp_async``; a second timeline that reaches the
-  async proxy adds ``fence.proxy.async``.
+  ``__syncwarp()`` for a warp, ``bar.sync id, n`` for a set of whole warps of one CTA (a
+  named barrier, id from ``analysis/named_barriers.py``), ``barrier.cta.sync 0`` for a CTA,
+  ``barrier.cluster`` arrive+wait for a cluster, ``wgmma.fence`` for ``wgmma_fence_1``); the
+  first timeline adds ``cp.async.wait_all`` when it covers ``Sm80_cp_async``; a second
+  timeline that reaches the async proxy adds ``fence.proxy.async`` (restricted to shared
+  memory when ``kernel_facts.proxy_space`` allows).
 * mbarriers (``CudaMbarrier``/``CudaMbarrierPreArrive``): one physical array per CTA in
   shared memory, initialized once per kernel with the number of threads that arrive on one
   element per phase. A ring dimension ``e @ ring_buffer_by(d)`` maps virtual index ``v`` to
@@ -226,7 +228,24 @@ def scope_of(coll, cluster_dim: int) -> str:
     return "other"
 
 
-def lower_fence(s: N.Fence, coll, cluster_dim: int) -> list[str]:
+def proxy_fence(space: str) -> str:
+    """``fence.proxy.async`` restricted to ``space`` (kernel_facts.proxy_space)."""
+    return f'asm volatile("fence.proxy.async{space};\\n" ::: "memory");'
+
+
+def named_barrier(bar_id: str, nthreads: int) -> str:
+    """``bar.sync id, n`` (PTX ISA barrier: ``bar.sync`` is ``barrier.sync.aligned``; ``n``
+    counts the threads of whole warps taking part)."""
+    if bar_id.isdigit():
+        return f'asm volatile("bar.sync {bar_id}, {nthreads};\\n" ::: "memory");'
+    return (f'asm volatile("bar.sync %0, {nthreads};\\n" :: "r"(uint32_t({bar_id})) : '
+            '"memory");')
+
+
+def lower_fence(s: N.Fence, coll, cluster_dim: int, named: tuple[str, int] | None = None,
+                space: str = "") -> list[str]:
+    """``named``: (C++ id expression, thread count) of a named-barrier Fence
+    (``analysis/named_barriers.py``); ``space``: the proxy fences' state space."""
     L1, L2 = s.L1, s.L2
     if L1 == wgmma_fence_1:
         if L2 != wgmma_fence_2:
@@ -248,12 +267,14 @@ def lower_fence(s: N.Fence, coll, cluster_dim: int) -> list[str]:
         if not L2 <= cuda_generic_and_async_proxy:
             raise not_supported(f"Fence with second timeline {L2}", s)
         proxy = True
-    sc = scope_of(coll, cluster_dim)
+    sc = "named" if named is not None else scope_of(coll, cluster_dim)
     # writer-side proxy fence (as CUTLASS does before a barrier that hands SMEM to TMA/wgmma)
     if proxy and sc != "thread":
-        out.append('asm volatile("fence.proxy.async;\\n" ::: "memory");')
+        out.append(proxy_fence(space))
     if sc == "thread":
         pass
+    elif sc == "named":
+        out.append(named_barrier(*named))
     elif sc == "warp":
         out.append("__syncwarp();")
     elif sc == "cta":
@@ -265,7 +286,7 @@ def lower_fence(s: N.Fence, coll, cluster_dim: int) -> list[str]:
         raise not_supported(f"Fence executed by {coll.shape()} (a thread, warp, CTA or "
                             "cluster can fence)", s)
     if proxy:  # reader side, after the barrier (reference notes 2.7)
-        out.append('asm volatile("fence.proxy.async;\\n" ::: "memory");')
+        out.append(proxy_fence(space))
     return out
 
 
@@ -287,7 +308,8 @@ def lower_commit_arrive(s: N.Arrive, bar: BarInfo) -> list[str]:
     raise not_supported(f"commit group {name}", s)
 
 
-def lower_commit_await(s: N.Await, bar: BarInfo) -> list[str]:
+def lower_commit_await(s: N.Await, bar: BarInfo, bulk_read: bool = False) -> list[str]:
+    """``bulk_read``: TMA commit groups wait with ``.read`` (kernel_facts.bulk_wait_read)."""
     name = bar.mech.name
     n = int(s.N)
     if name == "Sm80_CommitGroup":
@@ -298,7 +320,8 @@ def lower_commit_await(s: N.Await, bar: BarInfo) -> list[str]:
     if not s.L2 <= cuda_generic_and_async_proxy:
         raise not_supported(f"Await(..., {s.L2}) on {name}", s)
     if name == "Sm90_TmaCommitGroup":
-        return [f'asm volatile("cp.async.bulk.wait_group {n};\\n" ::: "memory");']
+        rd = ".read" if bulk_read else ""
+        return [f'asm volatile("cp.async.bulk.wait_group{rd} {n};\\n" ::: "memory");']
     if name == "Sm90_WgmmaCommitGroup":
         return [f'asm volatile("wgmma.wait_group.sync.aligned {n};\\n" ::: "memory");']
     raise not_supported(f"commit group {name}", s)
@@ -316,13 +339,13 @@ def lower_cluster_arrive(s: N.Arrive) -> list[str]:
     return out
 
 
-def lower_cluster_await(s: N.Await, proxy_needed: bool) -> list[str]:
+def lower_cluster_await(s: N.Await, proxy_needed: bool, space: str = "") -> list[str]:
     out = ['asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");']
     if not s.L2 <= cuda_in_order:
         if not s.L2 <= cuda_generic_and_async_proxy:
             raise not_supported(f"Await(..., {s.L2}) on CudaClusterSync", s)
         if proxy_needed:
-            out.append('asm volatile("fence.proxy.async;\\n" ::: "memory");')
+            out.append(proxy_fence(space))
     return out
 
 

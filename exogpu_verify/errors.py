@@ -25,6 +25,7 @@ KINDS = (
     "distributed-memory",
     "barrier-usage",
     "sync",
+    "resource",
     "usage",
     "internal",
 )
