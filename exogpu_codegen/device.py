@@ -30,6 +30,7 @@ from .cexpr import Ctl, cname, convert, cpp_type, data_expr_t
 from .emitter import Lines
 from .kernel_facts import bulk_wait_read, proxy_space
 from .errors import not_supported
+from . import stmt_facts as SF
 from .smem import SMEM_LIMIT, plan_smem, shard_shape
 
 _UNROLL_MAX = 64
@@ -109,7 +110,7 @@ class KernelGen:
         for g, (w0, w1, dec, inc) in groups:
             gctx = replace(ctx, group=g)
             if g is not None:
-                L.open(f"if ({_warp_cond(w0, w1)})")
+                L.open(f"if ({SF.warp_cond(w0, w1)})")
                 if dec is not None:
                     L(f'asm volatile("setmaxnreg.dec.sync.aligned.u32 {dec};\\n" ::: "memory");')
                 if inc is not None:
@@ -122,7 +123,7 @@ class KernelGen:
             L('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");')
             L('asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");')
         L.close()
-        ntasks = " * ".join(_count(self.host_ctl, t) for t in tasks)
+        ntasks = " * ".join(SF.count(self.host_ctl, t) for t in tasks)
         return KernelCode(self.k, self.name, struct, fields, self.B, self.C,
                           self.cfg.blocks_per_sm, lay.bytes_needed, ntasks, L.text())
 
@@ -202,9 +203,9 @@ class KernelGen:
     def _captures(self, tasks, body):
         used = set()
         for t in tasks:
-            _names(t.lo, used)
-            _names(t.hi, used)
-        _names_block(body, used)
+            SF.names(t.lo, used)
+            SF.names(t.hi, used)
+        SF.names_block(body, used)
         hc, hb = self.host_ctl, self.host_bufs
         fields, env, nonneg, bufs = [], {}, set(), {}
         sizes = [q.name for q in self.p.params if not q.is_data and q.type.name == "size"]
@@ -225,7 +226,7 @@ class KernelGen:
                 fields.append((f"CUtensorMap {c};", b.ptr))
                 coords = []
                 for d, x in enumerate(b.tmap.coords):
-                    if _portable(x, sizes):
+                    if SF.portable(x, sizes):
                         coords.append(x)
                     else:
                         fields.append((f"int {c}_c{d};", f"int({x})"))
@@ -243,7 +244,7 @@ class KernelGen:
             unpack.append(f"{b.ctype}* const {c} = exo_args.{c};")
             strides = []
             for d, s in enumerate(b.strides):
-                if s is None or _portable(s, sizes):
+                if s is None or SF.portable(s, sizes):
                     strides.append(s)
                 else:
                     fields.append((f"int {c}_s{d};", f"int({s})"))
@@ -307,7 +308,7 @@ class KernelGen:
         counts = []
         for i, t in enumerate(tasks):
             counts.append(f"exo_n{i}")
-            L(f"const int exo_n{i} = {_count(ctl, t)};")
+            L(f"const int exo_n{i} = {SF.count(ctl, t)};")
         total = " * ".join(counts)
         L.open(f"for (int exo_task = blockIdx.x / {self.C}; exo_task < {total}; "
                f"exo_task += gridDim.x / {self.C})")
@@ -493,7 +494,21 @@ class KernelGen:
         lo, hi = ctl(s.lo), ctl(s.hi)
         clo, chi = const_value(s.lo), const_value(s.hi)
         unroll = s.mode.pragma_unroll
-        if unroll is not None:
+        regs = SF.register_index(s.body, s.iter, {n for n, b in ctx.bufs.items()
+                                                if b.mem is not None and b.mem.is_device
+                                                and b.mem.space == "rmem"})
+        if regs is not None:
+            # registers need constant indices: a register array indexed by this loop's
+            # iterator lives in local memory unless the loop is unrolled completely (and
+            # wgmma accumulators there serialize every wgmma: ptxas C7514)
+            if clo is None or chi is None:
+                raise not_supported(f"register array '{regs}' indexed by the iterator of a loop "
+                                    "with a non-constant trip count (it would live in local "
+                                    "memory)", s, hint="give the loop constant bounds")
+            if unroll is not None and unroll not in (0, chi - clo) and chi - clo > 0:
+                L(f"// pragma_unroll={unroll} overridden: '{regs}' is indexed by '{s.iter}'")
+            L("#pragma unroll")
+        elif unroll is not None:
             L(f"#pragma unroll {unroll}" if unroll > 0 else "#pragma unroll")
         elif clo is not None and chi is not None and 0 < chi - clo <= _UNROLL_MAX:
             L("#pragma unroll")
@@ -542,7 +557,7 @@ class KernelGen:
             return
         first = self._affine(wr.first, ctx.ctl)
         if not wr.first.terms:
-            cond = _warp_cond(wr.first.const, wr.first.const + wr.count)
+            cond = SF.warp_cond(wr.first.const, wr.first.const + wr.count)
         else:
             cond = f"unsigned(int(threadIdx.x / 32) - {first}) < {wr.count}u"
         L.open(f"if ({cond})")
@@ -594,7 +609,7 @@ class KernelGen:
         callee = s.callee
         info = callee.instr
         if info.timeline.name != "cuda_in_order_instr" or info.barrier is not None \
-                or info.distributed or _has_sync(callee.body):
+                or info.distributed or SF.has_sync(callee.body):
             raise not_supported(f"instruction {callee.name}() without a codegen template (only "
                                 "plain single-thread in-order instructions are inlined)", s,
                                 hint="give the @instr a codegen= template")
@@ -691,92 +706,3 @@ class KernelGen:
             L(f"{{ const int exo_j = {j}; if (exo_j >= 0) {{ {wait}{fence} }} }}")
         else:
             L(f"{{ const int exo_j = {j}; {wait}{fence} }}")
-
-
-# ---------------------------------------------------------------- helpers
-
-def _warp_cond(w0: int, w1: int) -> str:
-    if w0 == 0:
-        return f"threadIdx.x < {32 * w1}"
-    return f"threadIdx.x >= {32 * w0} && threadIdx.x < {32 * w1}"
-
-
-def _count(ctl: Ctl, t: N.For) -> str:
-    lo, hi = ctl(t.lo), ctl(t.hi)
-    if lo == "0":
-        return hi if ctl.is_nonneg(t.hi) else f"exo_max0({hi})"
-    return f"exo_max0({hi} - {lo})"
-
-
-def _names(e, out: set):
-    if isinstance(e, N.Read):
-        out.add(e.name)
-        for i in e.idx:
-            _names(i, out)
-    elif isinstance(e, N.StrideExpr):
-        out.add(e.name)
-    elif isinstance(e, N.BinOp):
-        _names(e.lhs, out)
-        _names(e.rhs, out)
-    elif isinstance(e, (N.UnOp,)):
-        _names(e.arg, out)
-    elif isinstance(e, N.BuiltIn):
-        for a in e.args:
-            _names(a, out)
-    elif isinstance(e, N.WindowExpr):
-        out.add(e.name)
-        for a in e.idx:
-            if isinstance(a, N.Point):
-                _names(a.pt, out)
-            else:
-                _names(a.lo, out)
-                _names(a.hi, out)
-
-
-def _names_block(stmts, out: set):
-    for s in stmts:
-        if isinstance(s, (N.Assign, N.Reduce)):
-            out.add(s.name)
-            for i in s.idx:
-                _names(i, out)
-            _names(s.rhs, out)
-        elif isinstance(s, N.WindowStmt):
-            _names(s.rhs, out)
-        elif isinstance(s, N.For):
-            _names(s.lo, out)
-            _names(s.hi, out)
-            _names_block(s.body, out)
-        elif isinstance(s, N.If):
-            _names(s.cond, out)
-            _names_block(s.body, out)
-            _names_block(s.orelse, out)
-        elif isinstance(s, N.With):
-            _names_block(s.body, out)
-        elif isinstance(s, N.Call):
-            for a in s.args:
-                _names(a, out)
-        elif isinstance(s, (N.Arrive, N.Await)):
-            refs = s.targets if isinstance(s, N.Arrive) else (s.target,)
-            for r in refs:
-                for a in r.idx:
-                    if isinstance(a, N.Point):
-                        _names(a.pt, out)
-        elif isinstance(s, N.BarrierAlloc):
-            for d in s.dims:
-                _names(d.extent, out)
-
-
-def _has_sync(stmts) -> bool:
-    from exogpu_verify.analysis.walk import iter_stmts
-    return any(isinstance(s, (N.Fence, N.Arrive, N.Await, N.With, N.BarrierAlloc))
-               or (isinstance(s, N.For) and not isinstance(s.mode, N.Seq))
-               for _, s in iter_stmts(stmts))
-
-
-def _portable(x: str, sizes) -> bool:
-    """A C++ expression built from integer literals and size parameters only."""
-    import re
-    for tok in re.findall(r"[A-Za-z_]\w*", x):
-        if tok not in sizes:
-            return False
-    return True
