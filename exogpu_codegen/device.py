@@ -316,13 +316,27 @@ class KernelGen:
         if len(tasks) > 1:
             L("int exo_rem = exo_task;")
             rem = "exo_rem"
-        for i in reversed(range(len(tasks))):
+        R, n = self.cfg.task_raster, len(tasks)
+        vals = {}
+        if R > 1 and n >= 2:
+            # rasterized order (semantically free: tasks impose no order): panels of R values
+            # of loop n-2; within a panel, loop n-2 runs fastest, so the tasks running at one
+            # time cover R x (#clusters / R) tiles that share rows and columns in L2
+            a, b = f"exo_n{n - 2}", f"exo_n{n - 1}"
+            L(f"const int exo_in = {rem} % ({a} * {b});")
+            if n > 2:
+                L(f"{rem} /= {a} * {b};")
+            L(f"const int exo_pan = exo_in / ({R} * {b}), exo_pr = exo_in % ({R} * {b});")
+            L(f"const int exo_ph = {a} - exo_pan * {R} < {R} ? {a} - exo_pan * {R} : {R};")
+            vals[n - 2] = f"exo_pan * {R} + exo_pr % exo_ph"
+            vals[n - 1] = "exo_pr / exo_ph"
+        for i in reversed(range(n)):
             t = tasks[i]
             c = self._fresh(t.iter) if t.iter not in ctl.env else cname(t.iter)
             lo = ctl(t.lo)
-            val = rem if i == 0 else f"{rem} % exo_n{i}"
+            val = vals.get(i, rem if i == 0 else f"{rem} % exo_n{i}")
             L(f"const int {c} = {'' if lo == '0' else lo + ' + '}{val};")
-            if i > 0:
+            if i > 0 and i not in vals:
                 L(f"{rem} /= exo_n{i};")
             ctl = ctl.bind(t.iter, c, ctl.is_nonneg(t.lo))
         self._block(body, body_path, "body", replace(ctx, ctl=ctl))
