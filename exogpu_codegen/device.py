@@ -42,6 +42,7 @@ class Ctx:
     bufs: dict
     bars: dict
     group: str | None = None
+    warps: tuple[int, int] | None = None  # warps [lo, hi) of each CTA running this path
 
 
 @dataclass
@@ -108,7 +109,7 @@ class KernelGen:
         self._prologue(ctx, lay, bars)
         groups = self._groups()
         for g, (w0, w1, dec, inc) in groups:
-            gctx = replace(ctx, group=g)
+            gctx = replace(ctx, group=g, warps=(w0, w1))
             if g is not None:
                 L.open(f"if ({SF.warp_cond(w0, w1)})")
                 if dec is not None:
@@ -158,8 +159,9 @@ class KernelGen:
             if b is None or b.kind != "mbarrier":
                 continue
             S.check_mbar_arrive(st)
-            conds = S.enclosing_ifs(self.p.body, si.path)
-            n = S.arrive_threads(si, st.targets[0], b, self.B, conds) * \
+            loops: list = []
+            conds = S.enclosing_ifs(self.p.body, si.path, loops)
+            n = S.arrive_threads(si, st.targets[0], b, self.B, conds, loops) * \
                 S.multicast_factor(st.targets[0], b)
             if b.count and b.count != n:
                 raise not_supported(f"mbarrier '{b.name}' arrived on by {n} threads here but "
@@ -190,14 +192,34 @@ class KernelGen:
         return c if n == 0 else f"{c}_{n}"
 
     def _groups(self):
+        """Code paths: one per warp group of ``warp_config`` (or one for the block). A group
+        whose warpgroups behave differently (a ``cuda_threads`` loop over warpgroups whose
+        iterator an ``if`` tests, as ping-pong consumers do) gets one path per warpgroup:
+        the iterator is then a constant of the path, so the tests fold away and no wgmma
+        sits in a branch ptxas must treat as divergent (which serializes them, C7518)."""
         cfg = self.cfg
         if not cfg.warp_config:
             return [(None, (0, cfg.blockDim // 32, None, None))]
+        split = SF.tested_wide_iters(self.w.body, self.B, self.C)
         out = []
         for g in cfg.warp_config:
             w0, w1 = cfg.warp_range(g.name)
-            out.append((g.name, (w0, w1, g.setmaxnreg_dec, g.setmaxnreg_inc)))
+            if split and (w1 - w0) % 4 == 0 and w1 - w0 > 4 and w0 % 4 == 0:
+                for lo in range(w0, w1, 4):
+                    out.append((g.name, (lo, lo + 4, g.setmaxnreg_dec, g.setmaxnreg_inc)))
+            else:
+                out.append((g.name, (w0, w1, g.setmaxnreg_dec, g.setmaxnreg_inc)))
         return out
+
+    def _path_constant(self, ti, ctx: Ctx) -> int | None:
+        """The value of thread iterator ``ti`` if it is the same for every thread of the code
+        path (``ctx.warps``, in every CTA of the cluster), else None."""
+        if ctx.warps is None or ti.offset.terms:
+            return None
+        w0, w1 = ctx.warps
+        vals = {((r * self.B + t - ti.offset.const) // ti.pitch) % ti.modulus
+                for r in range(self.C) for t in range(32 * w0, 32 * w1)}
+        return vals.pop() if len(vals) == 1 else None
 
     # ------------------------------------------------------------ captures
     def _captures(self, tasks, body):
@@ -494,10 +516,16 @@ class KernelGen:
                                     "mapping", s)
             parent = self._coll(path, s)
             n = const_value(s.hi)
+            pc = self._path_constant(ti, ctx)
+            if pc is not None and pc >= n:
+                return  # no thread of this code path runs the loop body
             L.open("")
             L.lines[-1] = L.lines[-1].replace(" {", "{")
-            L(f"[[maybe_unused]] const int {c} = {self._iter_value(ti, ctl)};")
-            guard = n * ti.tile_threads < parent.size
+            if pc is not None:
+                L(f"[[maybe_unused]] constexpr int {c} = {pc};  // every thread of this path")
+            else:
+                L(f"[[maybe_unused]] const int {c} = {self._iter_value(ti, ctl)};")
+            guard = pc is None and n * ti.tile_threads < parent.size
             if guard:
                 L.open(f"if ({c} < {n})")
             self._block(s.body, path, "body", replace(ctx, ctl=ctl.bind(s.iter, c, True)))

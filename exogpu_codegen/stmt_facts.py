@@ -154,3 +154,26 @@ def portable(x: str, sizes) -> bool:
         if tok not in sizes:
             return False
     return True
+
+
+def tested_wide_iters(stmts, block_dim: int, cluster_dim: int) -> bool:
+    """Does an ``if`` test the iterator of a ``cuda_threads`` loop over warpgroups or wider
+    units (so that different warpgroups take different branches)?"""
+    from exogpu_verify.analysis.walk import iter_stmts
+
+    wide = set()
+    for _, s in iter_stmts(stmts):
+        if isinstance(s, N.For) and isinstance(s.mode, N.CudaThreads):
+            u = s.mode.unit
+            n = u.threads(block_dim, cluster_dim)
+            if n is not None and n >= 128:
+                wide.add(s.iter)
+    if not wide:
+        return False
+    for _, s in iter_stmts(stmts):
+        if isinstance(s, N.If):
+            used: set = set()
+            names(s.cond, used)
+            if used & wide:
+                return True
+    return False

@@ -99,8 +99,9 @@ def make_bar(s: N.BarrierAlloc, path, sharding, block_dim: int, cname: str) -> B
     return b
 
 
-def enclosing_ifs(body, path) -> list[tuple[object, bool]]:
-    """The ``If`` conditions around the statement at ``path`` (True: in the then-branch)."""
+def enclosing_ifs(body, path, loops: list | None = None) -> list[tuple[object, bool]]:
+    """The ``If`` conditions around the statement at ``path`` (True: in the then-branch);
+    the enclosing ``For`` loops are appended to ``loops`` when it is given."""
     out, stmts = [], body
     for k, (fld, i) in enumerate(path):
         s = stmts[i]
@@ -110,6 +111,8 @@ def enclosing_ifs(body, path) -> list[tuple[object, bool]]:
                 out.append((s.cond, nxt == "body"))
                 stmts = s.body if nxt == "body" else s.orelse
             else:
+                if loops is not None and isinstance(s, N.For):
+                    loops.append(s)
                 stmts = s.body
     return out
 
@@ -127,17 +130,76 @@ def _names(e, out):
 
 
 def arrive_threads(info, ref: N.BarrierRef, bar: BarInfo, block_dim: int,
-                   conds=()) -> int:
+                   conds=(), loops=()) -> int:
     """Threads of one CTA that execute an Arrive on the same element (per phase); ``conds``
-    are the enclosing ``If`` conditions: those over thread iterators only filter threads."""
+    are the enclosing ``If`` conditions: those over thread iterators only filter threads, and
+    so do those that also mention iterators of enclosing sequential loops with constant bounds
+    (``loops``; e.g. ``if wg == j % 2:`` in a loop over tiles ``j``): the count is then taken
+    for every value of those iterators and must be the same for all of them."""
     m = info.mapping
     tnames = {t.name for t in m.thread_iters}
-    usable = []
+    seqs = {}
+    for lp in loops:
+        lo, hi = const_value(lp.lo), const_value(lp.hi)
+        if isinstance(lp.mode, N.Seq) and lo is not None and hi is not None and hi > lo:
+            seqs[lp.iter] = range(lo, hi)
+    usable, used_seq = [], set()
     for c, want in conds:
         ns = set()
         _names(c, ns)
-        if ns and ns <= tnames:
-            usable.append((c, want))
+        if not ns & tnames:
+            continue  # filters whole instances, not threads
+        for v in ns - tnames - set(seqs):
+            per = _mod_period(c, v)
+            if per is None:
+                raise not_supported(f"an Arrive under a condition on thread iterator(s) and "
+                                    f"'{v}': the arrival count per phase cannot be computed",
+                                    info.stmt, hint="condition on thread iterators, constants "
+                                    "and iterators of constant-bound loops (or `i % c`)")
+            seqs[v] = range(per)  # v only matters modulo `per`: every residue is tried
+        usable.append((c, want))
+        used_seq |= ns - tnames
+    names = sorted(used_seq)
+    counts = set()
+    for svals in product(*(seqs[n] for n in names)):
+        counts.add(_arrive_count(info, ref, bar, block_dim, usable, dict(zip(names, svals))))
+    if len(counts) > 1:
+        raise not_supported(f"an Arrive whose number of threads per phase depends on the loop "
+                            f"iterator(s) {', '.join(names)} ({sorted(counts)}); an mbarrier "
+                            "has one arrival count", info.stmt)
+    return counts.pop()
+
+
+def _mod_period(e, v: str) -> int | None:
+    """``p`` such that ``e`` only depends on ``v`` modulo ``p`` (every occurrence of ``v`` is
+    inside ``x % c`` with ``c | p``), else None."""
+    import math
+
+    found = [1]
+
+    def go(x, under):
+        if isinstance(x, N.Read):
+            if not x.idx and x.name == v and under is None:
+                return False
+            return all(go(i, under) for i in x.idx)
+        if isinstance(x, N.BinOp):
+            if x.op == "%":
+                c = const_value(x.rhs)
+                if c is not None and c > 0:
+                    found[0] = math.lcm(found[0], c)
+                    return go(x.lhs, c)
+            if x.op == "/" and under is not None:
+                return go(x.lhs, None) and go(x.rhs, None)  # (v / 2) % 2 is not periodic in 2
+            return go(x.lhs, under) and go(x.rhs, under)
+        if isinstance(x, N.UnOp):
+            return go(x.arg, under)
+        return True
+
+    return found[0] if go(e, None) else None
+
+
+def _arrive_count(info, ref, bar, block_dim, usable, outer: dict) -> int:
+    m = info.mapping
     iters = m.thread_iters
     total = 1
     for t in iters:
@@ -147,7 +209,7 @@ def arrive_threads(info, ref: N.BarrierRef, bar: BarInfo, block_dim: int,
                             info.stmt)
     groups: dict = {}
     for vals in product(*(range(t.count) for t in iters)):
-        env = {t.name: v for t, v in zip(iters, vals)}
+        env = {**outer, **{t.name: v for t, v in zip(iters, vals)}}
         if any(bool(eval_ctl(c, env)) != want for c, want in usable):
             continue
         key_idx = []

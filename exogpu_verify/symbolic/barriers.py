@@ -57,9 +57,10 @@ def barrier_bounds(e: Event, ref, enc: Encoder, ms) -> Obligation:
                             "barrier index out of range", extra)
 
 
-def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int):
-    """isl map: Arrive instance less its thread iterators -> [alloc loops, element]."""
-    thr = [k for k, lp in enumerate(r.loops) if lp.kind == "threads"]
+def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int, with_threads: bool = False):
+    """isl map: Arrive instance less its thread iterators (all of it when ``with_threads``)
+    -> [alloc loops, element]."""
+    thr = [k for k, lp in enumerate(r.loops) if lp.kind == "threads" and not with_threads]
     keep = [f"a{k}" for k in range(len(r.loops)) if k not in thr]
     ls = [f"l{i}" for i in range(depth)]
     zs = [f"z{i}" for i in range(nz)]
@@ -158,8 +159,15 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     for k, (r, m, thr) in enumerate(maps):
         c = _thread_count(enc, r, thr)
         if c is None or not m.is_injective():
-            raise Unsupported(f"cannot prove that every index of the ring {decl.display} gets "
-                              "the same number of Arrive instances", r.srcinfo)
+            # whole instances (thread iterators included) hitting every index at most once:
+            # one Arrive instance per arrived index (e.g. `if wg == j % 2:` selects the one
+            # warpgroup that arrives in iteration j)
+            tg = next(t for t in r.targets if t.name == name)
+            if thr and _arrive_map(enc, r, tg, decl.depth, nz, True)[0].is_injective():
+                c = 1
+            else:
+                raise Unsupported(f"cannot prove that every index of the ring {decl.display} "
+                                  "gets the same number of Arrive instances", r.srcinfo)
         counts.add(c)
         for r2, m2, _ in maps[k + 1:]:
             if not m.range().intersect(m2.range()).is_empty():
