@@ -52,7 +52,6 @@ from exogpu_verify.schedule import rename
 _TYPES = {"tf32": f32, "bf16": bf16, "f32": f32}
 
 
-@dataclass(frozen=True)
 class GemmConfig:
     """One GEMM variant. ``dtype``: inputs ("tf32" = f32 data on tf32 tensor cores, or
     "bf16"); ``out``: C's type ("f32" or "bf16"); ``tile_n``: BN (the tile is 128 x BN);
@@ -93,6 +92,14 @@ class GemmConfig:
             raise ValueError("split-K reduces in f32")
         if self.cluster not in (1, 2) or (self.cluster > 1 and self.schedule != "cooperative"):
             raise ValueError("clusters: 1x1, or 2x1 (cooperative) with B multicast")
+
+
+# `from __future__ import annotations` (needed by @proc) makes the field annotations strings,
+# which @dataclass resolves through sys.modules; spec files are also imported by path without
+# being registered there, so the annotations are made real types first
+GemmConfig.__annotations__ = {k: {"str": str, "int": int}[v]
+                              for k, v in GemmConfig.__annotations__.items()}
+GemmConfig = dataclass(frozen=True)(GemmConfig)
 
 
 def gemm(cfg: GemmConfig):
@@ -468,4 +475,4 @@ VARIANTS = {c.name: gemm(c) for c in VARIANT_CONFIGS}
 UNPROVEN_CONFIGS = [GemmConfig("bf16", "f32", 256, 4, "cooperative", 2, cluster=2)]
 UNPROVEN = {c.name: gemm(c) for c in UNPROVEN_CONFIGS}
 globals().update(VARIANTS)
-VERIFY_SIZES = {"M": 128, "N": 512, "K": 512}
+VERIFY_SIZES = {"M": 128, "N": 512, "K": 256}
