@@ -91,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                     if h.note:
                         print(f"{p.name}: note: {h.note}", file=sys.stderr)
                     if h.errors and not args.allow_unhealthy:
+                        if not args.json:
+                            print(line)
                         raise usage(f"{p.name}: the build is not healthy ({len(h.errors)} "
                                     "problem(s) above: local memory or serialized wgmma)",
                                     hint="fix the kernel, or pass --allow-unhealthy to keep it")
