@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import usage
+from .mangle import demangle
 
 GENCODE = {"sm_90a": "arch=compute_90a,code=sm_90a", "sm_80": "arch=compute_80,code=sm_80"}
 BASE_FLAGS = ("-std=c++17", "-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-shared",
@@ -74,11 +75,6 @@ class BuildResult:
     @property
     def spills(self) -> int:
         return sum(r.spills for r in self.resources)
-
-    def sass(self):
-        """Per-kernel SASS facts (``health.disassemble``), or None without cuobjdump."""
-        from .health import disassemble
-        return disassemble(self.library)
 
 
 def find_nvcc() -> str:
@@ -142,7 +138,7 @@ def parse_ptxas(log: str) -> tuple[KernelResources, ...]:
         m = _PERF.search(line)
         if m:
             code, what, fn = m.groups()
-            warns.setdefault(_demangle(fn) if fn else None, []).append(
+            warns.setdefault(demangle(fn) if fn else None, []).append(
                 f"({code}) {' '.join(what.split())}")
             continue
         m = _WARN.search(line)
@@ -160,30 +156,12 @@ def parse_ptxas(log: str) -> tuple[KernelResources, ...]:
             continue
         m = _USED.search(line)
         if m and cur is not None:
-            k = _demangle(cur)
+            k = demangle(cur)
             out.append(KernelResources(k, int(m.group(1)), props[1], props[2], props[0],
                                        int(m.group(2) or 0),
                                        tuple(warns.get(k, []) + warns.get(None, []))))
             cur = None
     return tuple(out)
-
-
-def _demangle(name: str) -> str:
-    """The ``exo_kernel<k>_<proc>`` component of an Itanium-mangled nested name
-    (``_ZN<len><namespace><len><kernel>E...``), or the name itself."""
-    if name.startswith("_ZN"):
-        i = 3
-        while i < len(name) and name[i].isdigit():
-            j = i
-            while name[j].isdigit():
-                j += 1
-            n = int(name[i:j])
-            part = name[j:j + n]
-            if part.startswith("exo_kernel"):
-                return part
-            i = j + n
-    m = re.search(r"(exo_kernel\d+_\w+)", name)
-    return m.group(1) if m else name
 
 
 def build(source: str, name: str, arch: str = "sm_90a", cache: bool = True,

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .mangle import demangle
+
 
 @dataclass(frozen=True)
 class SassKernel:
@@ -121,8 +123,6 @@ _BAR = re.compile(r"\bBAR\.(?:SYNC|ARV|RED)\w*(?:\.\w+)*\s+(0x[0-9a-f]+|\d+)")
 def parse_sass(text: str) -> dict[str, SassKernel]:
     """Per-kernel facts from ``cuobjdump -sass`` output (kernel names demangled the way
     ``build.parse_ptxas`` does)."""
-    from .build import _demangle
-
     out: dict[str, SassKernel] = {}
     cur, acc = None, None
 
@@ -136,7 +136,7 @@ def parse_sass(text: str) -> dict[str, SassKernel]:
         m = _FUNC.match(line)
         if m:
             flush()
-            cur = _demangle(m.group(1))
+            cur = demangle(m.group(1))
             acc = {"hgmma": [], "runs": [], "depbar": [], "ldl": 0, "stl": 0, "bars": [],
                    "membar": 0, "n": 0, "pending": 0}
             continue
@@ -210,7 +210,7 @@ def check_health(build, sass: dict | None = None, *, use_sass: bool = True) -> H
     note = ""
     if use_sass and sass is None:
         try:
-            sass = build.sass()
+            sass = disassemble(build.library)
         except RuntimeError as e:
             sass, note = None, str(e)
         if sass is None and not note:
