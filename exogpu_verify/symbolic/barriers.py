@@ -152,7 +152,7 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     need = touched.apply(spread.align_params(touched.get_space()))
     missing = need.subtract(arrived).coalesce()
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
-                    maps[0][0] if maps else None, str(need))
+                    maps[0][0] if maps else None, str(need), [("arrived", str(arrived))])
     decide(ob, missing, ms)
     yield ob
     counts = set()
@@ -224,11 +224,14 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     decl = enc.prog.vars[tgt.name]
     base = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {enc.context} and {enc.dom(w, 'b')} }}"
     s = isl.Set(base)
+    ordered = []  # what is subtracted, recorded so the certificate re-derives the remainder
     for r in b.arrives:
         if not any(x.name == tgt.name for x in r.targets):
             continue
         m = b.exists([(r, "r")], b.match(r, "r", w, "b", any_count=True))
-        s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"))
+        text = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"
+        ordered.append((f"Arrive at line {r.srcinfo.line}", text))
+        s = s.subtract(isl.Set(text))
     k = getattr(decl.mem, "pre_arrive", 0)
     if k and not s.is_empty():
         pre = []
@@ -237,10 +240,11 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
                 x = tgt.idx[d]
                 pre.append(f"{enc.ex(x[1], w, 'b')} < {k}")
         if pre:
-            s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : "
-                                   f"{' or '.join(pre)} }}"))
+            text = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {' or '.join(pre)} }}"
+            ordered.append(("pre-arrived", text))
+            s = s.subtract(isl.Set(text))
     ob = Obligation(f"await progress {decl.display} (line {w.srcinfo.line})", "await progress",
-                    None, w, base)
+                    None, w, base, ordered)
     decide(ob, s.coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob

@@ -33,3 +33,21 @@ def test_generated_mbarrier_counts_one_warp_per_phase():
 
     src = generate(P.alternating_ring, unchecked=True).source
     assert "full: 2 mbarrier(s), 32 arrival(s) per phase" in src
+
+
+def test_certificate_of_a_kernel_with_mbarrier_rings_rechecks(tmp_path):
+    """Await-progress and ring-index obligations record what they subtract (the matching
+    Arrives, pre-arrived slots, the arrived indices), so a certificate's remainder re-derives
+    to empty; without that every certificate of an mbarrier kernel failed ``--recheck``."""
+    from types import SimpleNamespace
+
+    from exogpu_verify.symbolic.certificates import recheck_file, write_certificate
+
+    r = verify(P.alternating_ring, mode="symbolic")
+    path = write_certificate(P.alternating_ring, SimpleNamespace(
+        verdict="proven", obligations=r.extra["obligations"]), tmp_path)
+    res = recheck_file(path)
+    assert res.ok, res.problems
+    names = [ob.name for ob in r.extra["obligations"]]
+    assert any(n.startswith("await progress") for n in names)
+    assert any(n.startswith("every ring index") for n in names)
