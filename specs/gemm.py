@@ -464,6 +464,7 @@ VARIANT_CONFIGS = [
     GemmConfig("tf32", "f32", 256, 3, "cooperative", 2),
     GemmConfig("tf32", "f32", 128, 4, "cooperative", 2),
     GemmConfig("bf16", "f32", 128, 5, "cooperative", 1, split_k=4),
+    GemmConfig("bf16", "f32", 128, 5, "cooperative", 1, split_k=8),
     GemmConfig("bf16", "f32", 128, 4, "pingpong", 4),
 ]
 VARIANTS = {c.name: gemm(c) for c in VARIANT_CONFIGS}
@@ -475,4 +476,4 @@ VARIANTS = {c.name: gemm(c) for c in VARIANT_CONFIGS}
 UNPROVEN_CONFIGS = [GemmConfig("bf16", "f32", 256, 4, "cooperative", 2, cluster=2)]
 UNPROVEN = {c.name: gemm(c) for c in UNPROVEN_CONFIGS}
 globals().update(VARIANTS)
-VERIFY_SIZES = {"M": 128, "N": 512, "K": 256}
+VERIFY_SIZES = {"M": 128, "N": 512, "K": 512}
