@@ -20,8 +20,10 @@ them at random, as far as the program's synchronization allows:
   it (running index ``v - pre_arrive``, slot ``j % depth``, parity ``(j / depth) & 1``); a
   phase completes when as many threads arrived as the code generator initializes the
   mbarrier with (the threads one Arrive statement brings to one element) and the
-  asynchronous instructions completing on it (trailing ``>> z[i]``, issued in that phase)
-  are done; an ``Await`` waits on the parity, so phases that run ahead or behind show as
+  asynchronous instructions completing on it (trailing ``>> z[i]``) are done. Such an
+  instruction holds the phase that is current when its first thread passes the statement
+  (the elected lane's ``mbarrier.expect_tx`` precedes the copy and that lane's own later
+  Arrive), even when the copy itself issues later; an ``Await`` waits on the parity, so phases that run ahead or behind show as
   races or hangs. ``Arrive(Sm80_cp_async)`` counts a thread once its earlier cp.async
   copies are done. ``mbarrier="virtual"`` instead counts whole Arrive instances per virtual
   index, the abstract machine's view. Cluster syncs count instances. A commit-group
@@ -254,6 +256,10 @@ class _Scheduler:
             inst.arrived += 1
             if inst.arrived == 1:
                 inst.need = 1 if self.rng.random() < 0.5 else self.rng.randint(1, inst.n)
+                # the elected lane announces the bytes (mbarrier.expect_tx) as it passes
+                # the statement, before any later Arrive of its own, however late the copy
+                # itself is issued
+                self.expect_tx(inst)
             if inst.arrived == inst.need and inst.state == 0:
                 self.fire(inst)
         elif k == CALL or k == FENCE:
@@ -330,15 +336,20 @@ class _Scheduler:
                 snap[k] = _snapshot(a)
         inst.snap = snap
         inst.state = 1
-        inst.txs = []
-        if self.hw:
-            # complete_tx: the slot's current phase cannot complete before this does
-            for el in inst.targets:
-                if el.slot is not None:
-                    ph = el.slot.phases
-                    el.slot.tx[ph] = el.slot.tx.get(ph, 0) + 1
-                    inst.txs.append((el.slot, ph))
+        self.expect_tx(inst)
         self.defer(inst)
+
+    def expect_tx(self, inst: Inst):
+        """complete_tx: the current phase of each target slot cannot complete before
+        ``inst`` does (once per instruction instance)."""
+        if not self.hw or inst.txs is not None:
+            return
+        inst.txs = []
+        for el in inst.targets:
+            if el.slot is not None:
+                ph = el.slot.phases
+                el.slot.tx[ph] = el.slot.tx.get(ph, 0) + 1
+                inst.txs.append((el.slot, ph))
 
     def defer(self, op):
         # some are slow: they complete only when every thread is blocked (so a missing
@@ -361,7 +372,7 @@ class _Scheduler:
             o.callee.invoke(True, o.stmt.srcinfo, *args)
             o.state = 2
             o.snap = None
-            for slot, ph in o.txs:
+            for slot, ph in o.txs or ():
                 slot.tx[ph] -= 1
                 self.try_phase(slot)
             waiters, o.waiters = o.waiters, []

@@ -91,6 +91,7 @@ class Inst:
         self.arrived = 0
         self.parked: list = []
         self.done = False
+        self.txs = None
 
     def where(self) -> str:
         si = getattr(self.stmt, "srcinfo", None)
