@@ -45,10 +45,13 @@ import time
 from ..ir.memories import BarrierMechanism, Memory
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
-from .machine import (ALL, ATOMIC, FULL, TEMPORAL, BarrierState, Event, Record, VarState,
-                      contains, subtract)
+from .machine import (ALL, ARET, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event,
+                      Record, VarState, contains, subtract)
+from .hints import hazard_hint
+from .reuse import smem_reused_by_async
 from .threads import CollectiveError, bits, range_mask, tile, warps
-from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
+from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _RMEM_BITS,  # noqa: F401
+                       _STREAM_BITS,
                        CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
                        _ref_values_slow, _sync_bits, _sync_bits_full, box_and_key, box_of,
                        ev)
@@ -64,6 +67,9 @@ class Machine:
     def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None,
                  reuse_tasks: bool | None = None):
         self.am = am
+        #: SMEM allocations whose freed bytes an async-proxy write may reuse (amir/reuse.py):
+        #: their generic accesses must reach the async proxy before the free
+        self.async_reuse = smem_reused_by_async(am)
         #: variables never mutated anywhere: reads of them cannot take part in a hazard
         #: (reads are only checked against later mutations and, for SMEM, frees)
         self.read_only = frozenset()
@@ -155,7 +161,7 @@ class Machine:
         self.block(s.body if ev(s.cond, self.env) else s.orelse)
 
     def _fence_stmt(self, s: A.AmFence):
-        self.fence(s.L1, s.L2, self.task, self.mask)
+        self.fence(s.L1, s.L2, self.task, self.mask, s.srcinfo)
 
     # ------------------------------------------------------------ task reuse
     def _reuse_locals(self, s: A.AmFor):
@@ -358,12 +364,30 @@ class Machine:
         if v.mem.is_shared and self.task != ALL:
             cluster = range_mask(0, self.cfg.blockDim * self.cfg.clusterDim)
             for rec in list(v.mutates) + list(v.reads):
-                if not rec.has(TEMPORAL, _FREE_BITS, self.task, cluster, False):
+                proxy = rec.prx is not None and s.name in self.async_reuse
+                if not rec.has(TEMPORAL, (ARET,) if proxy else _FREE_BITS, self.task, cluster,
+                               False):
+                    why = ("the access is not ordered before the free for every thread of the "
+                           "cluster; add a CTA/cluster Fence before the end of the block")
+                    if proxy:
+                        why = ("the generic-proxy access is not made visible to the async proxy "
+                               "and ordered before the free for every thread of the cluster "
+                               "(the kernel writes shared memory through the async proxy, which "
+                               "may reuse this memory)")
                     raise Hazard("free without sync", v.name, rec.box, rec.event,
                                  self.event(s.srcinfo, f"free of {v.name} (end of its block)"),
-                                 "the access is not ordered before the free for every thread "
-                                 "of the cluster; add a CTA/cluster Fence before the end of "
-                                 "the block")
+                                 why, hint=hazard_hint(rec, None, "free", proxy))
+        elif v.mem.async_registers and self.task != ALL:
+            cluster = range_mask(0, self.cfg.blockDim * self.cfg.clusterDim)
+            for rec in list(v.mutates) + list(v.reads):
+                lazy = rec.event.quals and rec.event.quals[0].lazy
+                if not lazy and not rec.has(TEMPORAL, _RMEM_BITS, self.task, cluster, True):
+                    raise Hazard("free without sync", v.name, rec.box, rec.event,
+                                 self.event(s.srcinfo, f"end of the registers of {v.name}"),
+                                 "the asynchronous access is not complete when the registers "
+                                 "are released (the next task of the persistent kernel reuses "
+                                 "them)", hint="wait for the instruction's commit group (e.g. "
+                                 "Await(cg, cuda_in_order, 0)) before the end of the block")
         for rec in list(v.mutates) + list(v.reads):
             self._unregister(rec)
             rec.dead = True
@@ -466,16 +490,18 @@ class Machine:
             who = "any" if conv else "every"
             raise Hazard(kind, v.name, rec.box, rec.event, ev_new,
                          f"no synchronization gives {who} executing thread '{need}' visibility "
-                         f"of the earlier access on {' or '.join(q.name for q in quals)}")
+                         f"of the earlier access on {' or '.join(q.name for q in quals)}",
+                         hint=hazard_hint(rec, ev_new, kind))
 
-        if mode != "read":
+        lazy = quals[0].lazy  # touches nothing now: checked at the access it prepares
+        if mode != "read" and not lazy:
             # reads first: they are later in program order than the mutation they read (a
             # mutation supersedes older reads), so the report names the closest conflict
             for rec in v.reads.overlapping(box, pkey):
                 flag = ATOMIC if mode == "atomic" else TEMPORAL
                 if not rec.has(flag, qbits, task, mask, conv):
                     fail("WAR", rec, "temporal")
-        for rec in v.mutates.overlapping(box, pkey):
+        for rec in () if lazy else v.mutates.overlapping(box, pkey):
             if mode == "atomic":
                 if not rec.atomic and not rec.has(ATOMIC, qbits, task, mask, conv):
                     fail("WAW", rec, "atomic")
@@ -506,7 +532,9 @@ class Machine:
         else:
             new.flags = {(q0, 3): {task: mask}}
             new.init_flags = {(q0, 3): {task: mask}}
-        if mode in ("write", "rw"):
+        if q0 in GENERIC_BITS:
+            new.prx = mask
+        if mode in ("write", "rw") and not lazy:
             self._supersede(v.mutates, box, pkey)
             self._supersede(v.reads, box, pkey)
         (v.mutates if mode != "read" else v.reads).add(new)
@@ -530,7 +558,8 @@ class Machine:
             return False
         ls, ltask, lmask, rec = last
         if ls is not s or ltask != self.task or lmask != self.mask or rec.pending \
-                or rec.dead or rec.flags != rec.init_flags:
+                or rec.dead or rec.flags != rec.init_flags or \
+                (rec.prx is not None and rec.prx != lmask):
             return False
         rb = rec.box
         d = -1
@@ -566,22 +595,41 @@ class Machine:
                 store.add(nr)
 
     # ------------------------------------------------------------ synchronization
-    def _fence_bits(self, full1, temp1, full2, temp2, task, mask):
+    def _fence_bits(self, full1, temp1, full2, temp2, task, mask, proxy=True, srcinfo=None):
+        """A Fence given by bit sets (kernel boundaries: the stream fence, a proxy fence)."""
         full1s = frozenset(full1)
         for rec in self._records_for(task):
             lvl = rec.sync_level(task, mask, full1s, temp1)
-            if lvl is not None:
-                rec.augment(task, mask, full2, temp2, lvl)
-                self._register(rec, task)
+            if lvl is None:
+                continue
+            rec.augment(task, mask, full2, temp2, lvl)
+            if rec.prx is not None and lvl & 3 == FULL:
+                self._proxy_step(rec, task, mask, proxy, srcinfo)
+            self._register(rec, task)
 
-    def fence(self, L1, L2, task, mask):
+    def fence(self, L1, L2, task, mask, srcinfo=None):
         full1, temp1 = _sync_bits_full(L1)
         full2, temp2 = _sync_bits(L2)
+        proxy = L2.proxy_fence
         for rec in self._records_for(task):
             lvl = rec.sync_level(task, mask, full1, temp1)
-            if lvl is not None:
-                rec.augment(task, mask, full2, temp2, lvl)
-                self._register(rec, task)
+            if lvl is None:
+                continue
+            rec.augment(task, mask, full2, temp2, lvl)
+            if rec.prx is not None and lvl & 3 == FULL:
+                self._proxy_step(rec, task, mask, proxy, srcinfo)
+            self._register(rec, task)
+
+    @staticmethod
+    def _proxy_step(rec: Record, task, mask, proxy: bool, srcinfo) -> None:
+        """A Fence by (task, mask) caught generic record ``rec`` at ``full``: with the proxy
+        timeline it is its threads' proxy fence (the async view exists once every accessing
+        thread ran one); without it, remember the Fence for the hint."""
+        if proxy:
+            if rec.proxy_fenced(task, mask):
+                rec.grant_view(task, mask)
+        elif srcinfo is not None and task == rec.event.task and mask & rec.event.mask:
+            rec.pfence = srcinfo
 
     def _elements(self, ref: A.AmBarrierRef):
         b = self.barriers.get(ref.name)

@@ -173,9 +173,12 @@ def collect_events(am: A.AmProc, info) -> Program:
                                         ring=s.ring, kernel=kernel, display=s.display or s.name)
             elif t is A.AmFree:
                 d = decls.get(s.name)
-                if d is not None and not d.barrier and d.mem.is_shared and kernel is not None:
+                if d is not None and not d.barrier and kernel is not None and \
+                        (d.mem.is_shared or d.mem.async_registers):
+                    what = (f"free of {d.display} (end of its block)" if d.mem.is_shared
+                            else f"end of the registers of {d.display}")
                     ev.append(Event("free", uid(), mapping=mapping_of(s, kernel), var=s.name,
-                                    what=f"free of {d.display} (end of its block)", **base))
+                                    what=what, **base))
             elif t is A.AmAccess:
                 d = decls[s.name]
                 for w in s.box:
