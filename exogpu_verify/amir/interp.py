@@ -404,7 +404,10 @@ class Machine:
         which continues counting phases; a virtual index in ``[0, extent + pre_arrive)`` that
         was never arrived on (e.g. a missing final release Arrive) leaves a slot one phase
         behind. Arrives on pre-arrived indices, or an uneven number of Arrive instances per
-        index, over-complete phases. Mbarrier Awaits only poll, so they are not counted."""
+        index, over-complete phases. Mbarrier Awaits only poll, so they are not counted.
+        This holds for every element of the ring in every lifetime, used or not: codegen
+        advances the phase counter of all of its physical mbarriers at the end of each
+        lifetime, so an element left unused in one task is out of phase in the next."""
         mech = b["mech"]
         ring = b["ring"]
         if mech.kind != "mbarrier" or not ring or all(r is None for r in ring):
@@ -412,6 +415,12 @@ class Machine:
         pre = mech.pre_arrive
         rdims = [d for d, r in enumerate(ring) if r is not None]
         groups: dict = {}
+        outers = [()]
+        for d, ext in enumerate(b["shape"]):
+            if d not in rdims:
+                outers = [o + (x,) for o in outers for x in range(ext)]
+        for o in outers:
+            groups[o] = {}
         for key, st in b["elems"].items():
             idx = key[1]
             outer = tuple(x for d, x in enumerate(idx) if d not in rdims)
@@ -441,8 +450,9 @@ class Machine:
                         raise CheckError(
                             "barrier-usage", f"{where} is never arrived on before {name} is "
                             f"freed: every virtual index in [0, {b['shape'][rdims[0]] + pre}) "
-                            "of the ring must complete its phase, or the physical mbarrier "
-                            "is left a phase behind for the next task", s.srcinfo,
+                            "of every element of the ring must complete its phase in every "
+                            "lifetime (used or not), or the physical mbarrier is left a phase "
+                            "behind for the next task", s.srcinfo,
                             hint="add the missing Arrive (e.g. the final release of the last "
                                  "slot after the loop)")
                     counts.add(n)

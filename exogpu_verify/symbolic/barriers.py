@@ -6,7 +6,8 @@
 * ``trailing_before_arrive``: no copy completing on an element is issued after the last
   Arrive before an Await of it;
 * ``ring_balance``: at the free of an mbarrier ring, no Arrive on a pre-arrived index, every
-  index arrived, and the same number of Arrive instances per index.
+  index of every element arrived in every lifetime, and the same number of Arrive instances
+  per index.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def _thread_count(enc: Encoder, r: Event, thr: list) -> int | None:
 
 def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     """At the free of an mbarrier ring (mirrors the concrete machine): no Arrive on a
-    pre-arrived virtual index; every index in [pre, extent + pre) of a touched ring arrived;
+    pre-arrived virtual index; every index in [pre, extent + pre) of every element of the ring
+    arrived in every lifetime (used or not);
     the same number of Arrive instances on every index. The last is proven by a sufficient
     condition: the Arrive statements hit disjoint indices, each statement's instances (less
     their thread iterators) hit an index at most once, and all statements run the same
@@ -124,32 +126,18 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     arrived = isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + zs)}] : 1 = 0 }}")
     for _, m, _ in maps:
         arrived = arrived.union(m.range())
-    # rings are touched by Arrives and Awaits alike (the concrete machine checks both)
-    touched = arrived
-    for w in b.awaits:
-        for tg in w.targets:
-            if tg.name == name:
-                touched = touched.union(_arrive_map(enc, w, tg, decl.depth, nz)[0].range())
-    if touched.is_empty():
-        return
-    if pre:
-        low = arrived.intersect(isl.Set(
-            f"{enc.pstr} -> {{ [{', '.join([f'l{i}' for i in range(decl.depth)] + [f'z{i}' for i in range(nz)])}] : "
-            + " or ".join(f"z{d} < {pre}" for d in rdims) + " }"))
-        ob = Obligation(f"no Arrive on a pre-arrived index of {decl.display}", "barrier misuse",
-                        None, maps[0][0] if maps else None, str(low))
-        decide(ob, low, ms)
-        yield ob
-    # every index of a touched ring (same alloc instance and non-ring coordinates) arrived
+    # every element of the ring in every lifetime, used or not: codegen advances the phase
+    # counter of all of its physical mbarriers at the end of each lifetime (the concrete
+    # machine checks the same)
+    life = Event("alloc", 0, decl.loops, decl.guards, (), decl.kernel, None, None, None)
     sp = [f"l{i}" for i in range(decl.depth)] + [f"z{i}" for i in range(nz)]
-    sp2 = [f"l{i}" for i in range(decl.depth)] + [f"w{i}" for i in range(nz)]
-    same_outer = " and ".join(f"w{d} = z{d}" for d in range(nz) if d not in rdims) or "1 = 1"
-    rng = " and ".join(f"{pre} <= z{d} < {to_isl_str(decl.shape[d], enc._pren())} + {pre}"
-                       for d in rdims)
-    spread = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp2)}] -> [{', '.join(sp)}] : "
-                     f"{same_outer} and {rng} }}")
-    need = touched.apply(spread.align_params(touched.get_space()))
-    missing = need.subtract(arrived).coalesce()
+    cons = [enc.context, enc.dom(life, "l")]
+    for d in range(nz):
+        ext = enc.ex(decl.shape[d], life, "l")
+        lo = pre if d in rdims else 0
+        cons.append(f"{lo} <= z{d} < {ext} + {lo}")
+    need = isl.Set(f"{enc.pstr} -> {{ [{', '.join(sp)}] : {' and '.join(cons)} }}")
+    missing = need.subtract(arrived.align_params(need.get_space())).coalesce()
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
                     maps[0][0] if maps else None, str(need))
     decide(ob, missing, ms)

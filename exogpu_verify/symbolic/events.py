@@ -78,6 +78,9 @@ class VarDecl:
     ring: tuple = ()
     kernel: int | None = None
     display: str = ""
+    #: the allocation statement's enclosing loops and guards (its lifetimes)
+    loops: tuple = ()
+    guards: tuple = ()
 
 
 @dataclass
@@ -170,7 +173,8 @@ def collect_events(am: A.AmProc, info) -> Program:
                     _check_affine(e, "allocation extent", s.srcinfo)
                 decls[s.name] = VarDecl(s.name, s.mem, shape, len(loops),
                                         barrier=isinstance(s.mem, BarrierMechanism),
-                                        ring=s.ring, kernel=kernel, display=s.display or s.name)
+                                        ring=s.ring, kernel=kernel, display=s.display or s.name,
+                                        loops=tuple(loops), guards=tuple(guards))
             elif t is A.AmFree:
                 d = decls.get(s.name)
                 if d is not None and not d.barrier and kernel is not None and \

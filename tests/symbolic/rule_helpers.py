@@ -48,16 +48,17 @@ def concrete_only(src: str, sizes: list[dict], env: dict | None = None):
 
 
 def refuted(src: str, snippet: str, hazard: str, sizes: dict, hint: str | None = None,
-            earlier: str | None = None, nth: int = 0, env: dict | None = None):
+            earlier: str | None = None, nth: int = 0, env: dict | None = None,
+            kind: str = "sync"):
     """Both checkers refute: the all-size check finds ``sizes`` as the smallest failing sizes
-    and the diagnostic (kind ``sync``) is at the line of ``snippet``, naming ``hazard``; the
+    and the diagnostic (of ``kind``) is at the line of ``snippet``, naming ``hazard``; the
     concrete check at those sizes says the same. Returns the diagnostic."""
     p = program(src, env)
     r = verify(p)
     assert r.verdict == "refuted", r.summary()
     assert r.sizes == sizes, (r.sizes, r.reason)
     d = r.diagnostics[0]
-    assert d.kind == "sync", d.message
+    assert d.kind == kind, d.message
     assert hazard in d.message, d.message
     assert d.line == line_of(src, snippet, nth), (d.line, d.message)
     if earlier is not None:
