@@ -10,7 +10,11 @@
 The sets below follow the implemented ("endgame") model of the reference notes, section 2.4:
 it has no per-timeline transitivity flag, because visibility gained through earlier
 synchronization is itself tracked. ``transitive`` keeps the paper's flag (section 2.5) as
-documentation and for a checker that wants the paper's model.
+documentation and for a checker that wants the paper's model. Two departures, both for
+soundness (``docs/semantics.md``, "The tables"): ``wgmma_zero_qual`` is in no timeline (only
+``wgmma.fence`` orders other register accesses before a wgmma), and the async proxy's quals
+reach a generic-proxy access only through a proxy fence of its own threads
+(``SyncTL.proxy_fence``, ``SyncTL.generic_carry``).
 """
 
 from __future__ import annotations
