@@ -45,13 +45,13 @@ import time
 from ..ir.memories import BarrierMechanism, Memory
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
-from .machine import (ALL, ARET, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event,
-                      Record, VarState, contains, subtract)
+from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event, Record,
+                      VarState, contains, subtract)
 from .hints import hazard_hint
 from .reuse import smem_reused_by_async
+from .rules import ClusterBarrier, check_free
 from .threads import CollectiveError, bits, range_mask, tile, warps
-from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _RMEM_BITS,  # noqa: F401
-                       _STREAM_BITS,
+from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
                        CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
                        _ref_values_slow, _sync_bits, _sync_bits_full, box_and_key, box_of,
                        ev)
@@ -70,6 +70,7 @@ class Machine:
         #: SMEM allocations whose freed bytes an async-proxy write may reuse (amir/reuse.py):
         #: their generic accesses must reach the async proxy before the free
         self.async_reuse = smem_reused_by_async(am)
+        self.cluster_barrier = ClusterBarrier()  # barrier.cluster arrives pending per task
         #: variables never mutated anywhere: reads of them cannot take part in a hazard
         #: (reads are only checked against later mutations and, for SMEM, frees)
         self.read_only = frozenset()
@@ -161,6 +162,9 @@ class Machine:
         self.block(s.body if ev(s.cond, self.env) else s.orelse)
 
     def _fence_stmt(self, s: A.AmFence):
+        if self.cfg is not None and self.cfg.clusterDim > 1 and \
+                self.mask == range_mask(0, self.cfg.blockDim * self.cfg.clusterDim):
+            self.cluster_barrier.fence(self.task, s)
         self.fence(s.L1, s.L2, self.task, self.mask, s.srcinfo)
 
     # ------------------------------------------------------------ task reuse
@@ -300,6 +304,7 @@ class Machine:
                     self._traces[rkey] = (trace, self.steps - steps0, s)
                 else:
                     self.block(s.body)
+                self.cluster_barrier.end_task(self.task)
                 # nothing inside the kernel can synchronize a finished task's records any
                 # more, but the kernel-exit stream fence must still reach them
                 done = self.index.pop(self.task, None)
@@ -361,33 +366,7 @@ class Machine:
         v = self.vars.pop(s.name, None)
         if v is None:
             return
-        if v.mem.is_shared and self.task != ALL:
-            cluster = range_mask(0, self.cfg.blockDim * self.cfg.clusterDim)
-            for rec in list(v.mutates) + list(v.reads):
-                proxy = rec.prx is not None and s.name in self.async_reuse
-                if not rec.has(TEMPORAL, (ARET,) if proxy else _FREE_BITS, self.task, cluster,
-                               False):
-                    why = ("the access is not ordered before the free for every thread of the "
-                           "cluster; add a CTA/cluster Fence before the end of the block")
-                    if proxy:
-                        why = ("the generic-proxy access is not made visible to the async proxy "
-                               "and ordered before the free for every thread of the cluster "
-                               "(the kernel writes shared memory through the async proxy, which "
-                               "may reuse this memory)")
-                    raise Hazard("free without sync", v.name, rec.box, rec.event,
-                                 self.event(s.srcinfo, f"free of {v.name} (end of its block)"),
-                                 why, hint=hazard_hint(rec, None, "free", proxy))
-        elif v.mem.async_registers and self.task != ALL:
-            cluster = range_mask(0, self.cfg.blockDim * self.cfg.clusterDim)
-            for rec in list(v.mutates) + list(v.reads):
-                lazy = rec.event.quals and rec.event.quals[0].lazy
-                if not lazy and not rec.has(TEMPORAL, _RMEM_BITS, self.task, cluster, True):
-                    raise Hazard("free without sync", v.name, rec.box, rec.event,
-                                 self.event(s.srcinfo, f"end of the registers of {v.name}"),
-                                 "the asynchronous access is not complete when the registers "
-                                 "are released (the next task of the persistent kernel reuses "
-                                 "them)", hint="wait for the instruction's commit group (e.g. "
-                                 "Await(cg, cuda_in_order, 0)) before the end of the block")
+        check_free(self, v, s)
         for rec in list(v.mutates) + list(v.reads):
             self._unregister(rec)
             rec.dead = True
@@ -614,7 +593,7 @@ class Machine:
                 continue
             rec.augment(task, mask, full2, temp2, lvl)
             if rec.prx is not None and lvl & 3 == FULL:
-                self._proxy_step(rec, task, mask, proxy, srcinfo)
+                rec.fenced(task, mask, proxy, srcinfo)
             self._register(rec, task)
 
     def fence(self, L1, L2, task, mask, srcinfo=None):
@@ -627,19 +606,8 @@ class Machine:
                 continue
             rec.augment(task, mask, full2, temp2, lvl)
             if rec.prx is not None and lvl & 3 == FULL:
-                self._proxy_step(rec, task, mask, proxy, srcinfo)
+                rec.fenced(task, mask, proxy, srcinfo)
             self._register(rec, task)
-
-    @staticmethod
-    def _proxy_step(rec: Record, task, mask, proxy: bool, srcinfo) -> None:
-        """A Fence by (task, mask) caught generic record ``rec`` at ``full``: with the proxy
-        timeline it is its threads' proxy fence (the async view exists once every accessing
-        thread ran one); without it, remember the Fence for the hint."""
-        if proxy:
-            if rec.proxy_fenced(task, mask):
-                rec.grant_view(task, mask)
-        elif srcinfo is not None and task == rec.event.task and mask & rec.event.mask:
-            rec.pfence = srcinfo
 
     def _elements(self, ref: A.AmBarrierRef):
         b = self.barriers.get(ref.name)
@@ -694,6 +662,8 @@ class Machine:
     def arrive(self, s: A.AmArrive):
         task, mask = self.task, self.mask
         elems = [e for ref in s.targets for e in self._elements(ref)]
+        if elems and elems[0][1].kind == "cluster":
+            self.cluster_barrier.arrive(task, s)
         full1, temp1 = _sync_bits_full(s.L1)
         for rec in self._records_for(task):
             lvl = rec.sync_level(task, mask, full1, temp1)
@@ -727,6 +697,8 @@ class Machine:
     def await_(self, s: A.AmAwait):
         task, mask = self.task, self.mask
         [(key, st)] = self._elements(s.target)
+        if st.kind == "cluster":
+            self.cluster_barrier.await_(task)
         if st.arrives == 0:
             raise CheckError("barrier-usage", f"Await on {s.target.name} "
                              f"{list(key[1])} before any Arrive: no forward progress",

@@ -218,6 +218,16 @@ class Record:
         for flag in (ATOMIC, TEMPORAL, FULL, ISSUE):
             self.add(ARET, flag, task, mask)
 
+    def fenced(self, task: int, mask: int, proxy: bool, srcinfo) -> None:
+        """A Fence by (task, mask) caught this generic record at ``full``: with the proxy
+        timeline it is its threads' proxy fence (the async view exists once every accessing
+        thread ran one); without it, remember the Fence for the hint."""
+        if proxy:
+            if self.proxy_fenced(task, mask):
+                self.grant_view(task, mask)
+        elif srcinfo is not None and task == self.event.task and mask & self.event.mask:
+            self.pfence = srcinfo
+
     def proxy_fenced(self, task: int, mask: int) -> bool:
         """A proxy Fence by (task, mask) caught this generic record at ``full``: remove its
         threads from those still to fence; True when the Fence makes the async view (it is

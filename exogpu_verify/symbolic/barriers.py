@@ -5,6 +5,8 @@
 * ``arrive_progress``: every Await has an earlier Arrive on its element (or is pre-arrived);
 * ``trailing_before_arrive``: no copy completing on an element is issued after the last
   Arrive before an Await of it;
+* ``cluster_alternation``: Arrives on the one hardware cluster barrier alternate with Awaits
+  in every task;
 * ``ring_balance``: at the free of an mbarrier ring, no Arrive on a pre-arrived index, every
   index of every element arrived in every lifetime, and the same number of Arrive instances
   per index.
@@ -266,3 +268,64 @@ def one_arrive_statement(b: Builder, enc: Encoder, name: str, decl, ms):
             decide(ob, isl.Set(text).coalesce(), ms)
             ob.seconds = time.perf_counter() - t
             yield ob
+
+
+def _cluster_kind(enc: Encoder, e: Event) -> bool:
+    return any(getattr(enc.prog.vars[t.name].mem, "kind", "") == "cluster" for t in e.targets)
+
+
+def _cluster_wide(enc: Encoder, f: Event) -> bool:
+    cfg = enc.prog.kernels.get(f.kernel) if f.kernel is not None else None
+    return (cfg is not None and cfg.clusterDim > 1 and f.mapping is not None
+            and f.mapping.num_threads == cfg.blockDim * cfg.clusterDim)
+
+
+def cluster_alternation(b: Builder, enc: Encoder, ms):
+    """The one hardware cluster barrier (mirrors ``amir/rules.py``, ``ClusterBarrier``): per
+    task, no second Arrive on a ``CudaClusterSync`` barrier and no cluster-wide Fence after
+    an Arrive without an Await in between, and every Arrive followed by an Await in its
+    task (each thread arrives at barrier.cluster once before it completes, PTX ISA 9.1)."""
+    arrs = [r for r in b.arrives if r.kernel is not None and _cluster_kind(enc, r)]
+    if not arrs:
+        return
+    awts = [w for w in b.awaits if w.kernel is not None and _cluster_kind(enc, w)]
+    fences = [f for f in b.fences if _cluster_wide(enc, f)]
+
+    def awaited(x, px, y=None, py=None) -> str:
+        """Some cluster Await of x's task after the x instance (and before the y one)."""
+        parts = []
+        for w in awts:
+            st = enc.same_task(x, px, w, "c")
+            if st is None:
+                continue
+            cond = f"{st} and {enc.before(x, px, w, 'c')}"
+            if y is not None:
+                cond += f" and {enc.before(w, 'c', y, py)}"
+            parts.append(b.exists([(w, "c")], cond))
+        return "(" + " or ".join(parts) + ")" if parts else "1 = 0"
+
+    for r in arrs:
+        for y in arrs + fences:
+            st = enc.same_task(r, "a", y, "b")
+            if st is None:
+                continue
+            t = time.perf_counter()
+            dims = enc.dims(r, "a") + enc.dims(y, "b")
+            body = (f"{enc.dom(r, 'a')} and {enc.dom(y, 'b')} and {st} and "
+                    f"{enc.before(r, 'a', y, 'b')} and not {awaited(r, 'a', y, 'b')}")
+            text = f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and {body} }}"
+            what = "Arrive" if y.kind == "arrive" else "cluster-wide Fence"
+            ob = Obligation(f"cluster barrier: {what} (line {y.srcinfo.line}) after the Arrive "
+                            f"at line {r.srcinfo.line} without an Await between",
+                            "barrier misuse", r, y, text)
+            decide(ob, isl.Set(text).coalesce(), ms)
+            ob.seconds = time.perf_counter() - t
+            yield ob
+        t = time.perf_counter()
+        text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(r, 'a'))}] : {enc.context} and "
+                f"{enc.dom(r, 'a')} and not {awaited(r, 'a')} }}")
+        ob = Obligation(f"cluster barrier: the Arrive at line {r.srcinfo.line} is awaited in "
+                        "its task", "barrier misuse", None, r, text)
+        decide(ob, isl.Set(text).coalesce(), ms)
+        ob.seconds = time.perf_counter() - t
+        yield ob

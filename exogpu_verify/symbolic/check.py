@@ -21,8 +21,9 @@ from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation
 from .relations import Encoder
-from .barriers import (arrive_progress, barrier_bounds, one_arrive_statement,
-                       range_obligation, ring_balance, trailing_before_arrive)
+from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
+                       one_arrive_statement, range_obligation, ring_balance,
+                       trailing_before_arrive)
 from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
 from .decide import decide as _decide
 
@@ -144,6 +145,7 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
     for w in b.awaits:
         yield arrive_progress(b, enc, w, ms)
         yield trailing_before_arrive(b, enc, w, ms)
+    yield from cluster_alternation(b, enc, ms)
     for name, decl in prog.vars.items():
         if decl.barrier and decl.mem.kind == "mbarrier":
             once = list(one_arrive_statement(b, enc, name, decl, ms))

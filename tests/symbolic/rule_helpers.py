@@ -68,3 +68,35 @@ def refuted(src: str, snippet: str, hazard: str, sizes: dict, hint: str | None =
     v, diags, _w, _reason = check_sync_concrete(p, sizes)
     assert v == "refuted" and diags[0].line == d.line and diags[0].message == d.message
     return d
+
+
+def _extent(e, sizes: dict) -> int:
+    from exogpu_verify.amir.evaluate import ev
+
+    return int(ev(e, dict(sizes)))
+
+
+def oracle_same(p, sizes: dict, seeds: int = 3) -> None:
+    """The randomized parallel oracle (``amir/oracle.py``: random interleavings, async
+    completion at random points; proxies are not modelled) gives the sequential result in
+    every sample: the synchronization the checkers accepted orders the accesses."""
+    import numpy as np
+
+    from exogpu_verify import interpret
+    from exogpu_verify.amir.oracle import run_parallel
+
+    rng = np.random.default_rng(0)
+    args = {}
+    for q in p.params:
+        if not q.is_data:
+            args[q.name] = sizes[q.name]
+            continue
+        shape = tuple(_extent(e, sizes) for e in q.type.shape)
+        args[q.name] = np.asarray(rng.standard_normal(shape)).astype(q.type.scalar.np_dtype)
+    seq = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+    interpret(p, **seq)
+    for seed in range(seeds):
+        par = run_parallel(p, args, seed)
+        for k, v in seq.items():
+            if isinstance(v, np.ndarray):
+                assert par[k].tobytes() == v.tobytes(), (p.name, k, seed)

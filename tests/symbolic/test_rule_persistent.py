@@ -75,3 +75,41 @@ def test_ring_used_only_in_some_tasks_is_a_barrier_misuse():
     # odd tasks skip the ring: its phases still advance at the end of their lifetime
     refuted(SOME_TASKS, "z: barrier[K @ ring_buffer_by(2)]", "z[0] is never arrived on",
             {"T": 2, "K": 1}, kind="barrier-usage")
+
+
+# ------------------------------------------------------------------ the cluster barrier
+# (one CudaClusterSync barrier live at a time and no cluster-wide Fence while one is live are
+# static rules, analysis/barriers.py; the order of its Arrives and Awaits is checked here)
+CLUSTER = """
+def cs(T: size, A: f32[T, 2, 64] @ CudaGmemLinear, C: f32[T, 2, 64] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=64, clusterDim=2):
+        for task in cuda_tasks(0, T):
+            cs: barrier @ CudaClusterSync
+            for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                for t in cuda_threads(0, 64, unit=cuda_thread):
+                    C[task, cta, t] = A[task, cta, t]
+            BODY
+"""
+
+
+def cluster(*lines: str) -> str:
+    return CLUSTER.replace("BODY", "\n            ".join(lines))
+
+
+ARRIVE, AWAIT = "Arrive(cuda_in_order) >> cs", "Await(cs, cuda_in_order, 0)"
+
+
+def test_cluster_barrier_used_in_turn_is_proven():
+    proven(cluster(ARRIVE, AWAIT, ARRIVE, AWAIT), [{"T": 1}, {"T": 3}])
+
+
+def test_two_cluster_arrives_before_an_await_are_a_barrier_misuse():
+    # barrier.cluster: a thread may arrive once before the barrier completes
+    refuted(cluster(ARRIVE, ARRIVE, AWAIT), ARRIVE, "second Arrive on a cluster barrier",
+            {"T": 1}, kind="barrier-usage", nth=1)
+
+
+def test_task_ending_with_a_pending_cluster_arrive_is_a_barrier_misuse():
+    # the next task of the persistent loop would arrive a second time
+    refuted(cluster(ARRIVE, AWAIT, ARRIVE), ARRIVE, "the task ends after an Arrive",
+            {"T": 1}, kind="barrier-usage", nth=1)

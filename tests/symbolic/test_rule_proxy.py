@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from rule_helpers import concrete_only, line_of, proven, refuted
+from rule_helpers import concrete_only, line_of, oracle_same, proven, refuted
 
 PROXY = "Fence(cuda_in_order, cuda_generic_and_async_proxy)"
 INSERT_HINT = "insert Fence(cuda_in_order, cuda_generic_and_async_proxy) executed by the threads"
@@ -307,3 +307,13 @@ def test_tma_destination_read_then_freed_needs_the_proxy_fence():
 def test_in_order_and_temporal_fences_give_no_async_visibility(l2):
     # neither cuda_in_order nor cuda_temporal reaches the async proxy any more
     refuted(reuse(l2=l2), X, "free without synchronization", {"N": 1})
+
+
+# ====================================================================== the oracle
+@pytest.mark.parametrize("src,sizes", [
+    (ring(release=PROXY), {"K": 3}),
+    (epi(writer=PROXY), {"N": 2}),
+    (reuse(l2="cuda_generic_and_async_proxy"), {"N": 2}),
+], ids=["ring", "epilogue", "reuse"])
+def test_accepted_twins_run_sequentially_in_the_oracle(src, sizes):
+    oracle_same(proven(src, [sizes]), sizes)

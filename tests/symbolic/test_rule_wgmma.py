@@ -9,7 +9,7 @@ accesses complete before the registers' end of life. Both checkers, bugs and twi
 
 from __future__ import annotations
 
-from rule_helpers import line_of, proven, refuted
+from rule_helpers import line_of, oracle_same, proven, refuted
 
 WG_FENCE = "Fence(wgmma_fence_1, wgmma_fence_2)"
 HINT = "insert Fence(wgmma_fence_1, wgmma_fence_2) before the wgmma at line"
@@ -185,3 +185,7 @@ def test_register_a_fragment_written_then_read_by_wgmma_needs_the_fence():
     _refuted(src, "wgmma_rs(D", "read-after-write hazard", {"T": 1}, hint=f"{HINT} {line}",
              earlier="Af[w, lane, kh, mh, j] = A[tile")
     _proven(RS.replace("FENCE", WG_FENCE), [{"T": 1}, {"T": 2}])
+
+
+def test_accepted_tile_loop_runs_sequentially_in_the_oracle():
+    oracle_same(_proven(tiles(), [{"T": 2}]), {"T": 2}, seeds=2)

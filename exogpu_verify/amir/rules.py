@@ -1,0 +1,101 @@
+"""The concrete machine's checks at the end of an allocation's life and for the cluster
+barrier, kept apart from the interpreter loop (``docs/semantics.md``, "Frees", "Barriers").
+
+* ``check_free``: every surviving access to freed shared memory is ordered before the free
+  for every thread of the cluster (its async view, when the async proxy may reuse the bytes:
+  ``amir/reuse.py``); registers of asynchronous instructions are released only after every
+  asynchronous access to them completed.
+* ``ClusterBarrier``: the hardware has one cluster barrier (``barrier.cluster``) for every
+  ``CudaClusterSync`` barrier of the program and for cluster-wide Fences, and "each thread
+  must arrive at the barrier only once before the barrier completes" (PTX ISA 9.1,
+  ``barrier.cluster``): per task, Arrives alternate with Awaits, no cluster Fence comes
+  between an Arrive and its Await, and a task ends with no Arrive pending (else the next
+  task of the persistent loop arrives twice).
+"""
+
+from __future__ import annotations
+
+from ..ir.timelines import QUAL_TLS
+from . import nodes as A
+from .evaluate import CheckError, Hazard
+from .hints import hazard_hint
+from .machine import ALL, TEMPORAL
+from .threads import range_mask
+
+_FREE_BITS = (QUAL_TLS["c2"].bit, QUAL_TLS["aret"].bit)
+_VIEW_BITS = (QUAL_TLS["aret"].bit,)
+_RMEM_BITS = (QUAL_TLS["c1"].bit,)
+
+
+def check_free(m, v, s: A.AmFree) -> None:
+    """The free of variable state ``v`` (machine ``m``) at statement ``s``; raises Hazard."""
+    if m.task == ALL:
+        return
+    if v.mem.is_shared:
+        cluster = range_mask(0, m.cfg.blockDim * m.cfg.clusterDim)
+        for rec in list(v.mutates) + list(v.reads):
+            proxy = rec.prx is not None and s.name in m.async_reuse
+            if rec.has(TEMPORAL, _VIEW_BITS if proxy else _FREE_BITS, m.task, cluster, False):
+                continue
+            why = ("the access is not ordered before the free for every thread of the "
+                   "cluster; add a CTA/cluster Fence before the end of the block")
+            if proxy:
+                why = ("the generic-proxy access is not made visible to the async proxy and "
+                       "ordered before the free for every thread of the cluster (the kernel "
+                       "writes shared memory through the async proxy, which may reuse this "
+                       "memory)")
+            raise Hazard("free without sync", v.name, rec.box, rec.event,
+                         m.event(s.srcinfo, f"free of {v.name} (end of its block)"), why,
+                         hint=hazard_hint(rec, None, "free", proxy))
+    elif v.mem.async_registers:
+        cluster = range_mask(0, m.cfg.blockDim * m.cfg.clusterDim)
+        for rec in list(v.mutates) + list(v.reads):
+            lazy = rec.event.quals and rec.event.quals[0].lazy
+            if lazy or rec.has(TEMPORAL, _RMEM_BITS, m.task, cluster, True):
+                continue
+            raise Hazard("free without sync", v.name, rec.box, rec.event,
+                         m.event(s.srcinfo, f"end of the registers of {v.name}"),
+                         "the asynchronous access is not complete when the registers are "
+                         "released (the next task of the persistent kernel reuses them)",
+                         hint="wait for the instruction's commit group (e.g. Await(cg, "
+                              "cuda_in_order, 0)) before the end of the block")
+
+
+class ClusterBarrier:
+    """The one hardware cluster barrier, per task: the pending Arrive statement, if any."""
+
+    def __init__(self):
+        self.open: dict[int, A.AmArrive] = {}
+
+    def arrive(self, task: int, s: A.AmArrive) -> None:
+        prev = self.open.get(task)
+        if prev is not None:
+            raise CheckError(
+                "barrier-usage", "second Arrive on a cluster barrier before an Await (the "
+                f"first at line {getattr(prev.srcinfo, 'line', '?')}): every CudaClusterSync "
+                "barrier and cluster-wide Fence is the one hardware barrier.cluster, which a "
+                "thread may arrive at only once before it completes", s.srcinfo,
+                hint="Await the first cluster barrier before arriving again")
+        self.open[task] = s
+
+    def await_(self, task: int) -> None:
+        self.open.pop(task, None)
+
+    def fence(self, task: int, s: A.AmFence) -> None:
+        """A Fence run by the whole cluster (lowered to barrier.cluster arrive + wait)."""
+        prev = self.open.get(task)
+        if prev is not None:
+            raise CheckError(
+                "barrier-usage", "cluster-wide Fence between an Arrive on a cluster barrier "
+                f"(line {getattr(prev.srcinfo, 'line', '?')}) and its Await: the Fence "
+                "arrives at the same hardware barrier.cluster a second time", s.srcinfo,
+                hint="Await the cluster barrier before the Fence, or move the Fence")
+
+    def end_task(self, task: int) -> None:
+        prev = self.open.pop(task, None)
+        if prev is not None:
+            raise CheckError(
+                "barrier-usage", "the task ends after an Arrive on a cluster barrier without "
+                "its Await: the next task of the persistent kernel would arrive at "
+                "barrier.cluster a second time before it completes", prev.srcinfo,
+                hint="Await the cluster barrier before the end of the task")
