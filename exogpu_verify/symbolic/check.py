@@ -195,6 +195,10 @@ def _cross_phase(A: Event, B: Event):
 def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, ms,
           async_reuse=False):
     t = time.perf_counter()
+    if B.kind == "free" and decl.mem.async_registers:
+        # every asynchronous access completes before the registers' end of life, superseded
+        # or not: no element dimensions and no supersession (stricter, and much smaller sets)
+        rank, kills = 0, []
     elem = [f"e{i}" for i in range(rank)]
     same = enc.same_prefix(A, "a", B, "b", decl.depth)
     if same == "1 = 0":
@@ -208,7 +212,7 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         else:
             E2, conv2 = frozenset(q.bit for q in (_q("c2"), _q("aret"))), False
         bbox = " and ".join(f"0 <= e{i} < {enc.ex(x, B, 'b')}" for i, x in
-                            enumerate(decl.shape)) or "1 = 1"
+                            enumerate(decl.shape) if i < rank) or "1 = 1"
     else:
         E2 = frozenset(q.bit for q in B.quals)
         conv2 = B.quals[0].convergent

@@ -205,16 +205,20 @@ class Builder:
                     if any(t.name == w.targets[0].name for t in r.targets) and \
                             any(t.name == tb.name for tb in A.trailing for t in r.targets):
                         first_edges.append(("trailing", r, w, FULL, w.L2))
+        firsts = []
         for kind, s1, s2, lvl, L2 in first_edges:
             g = self.grants(lvl, L2, mask)
             t1, ex1, h1, ph1 = self.edge_text(A, "a", "fence" if kind == "fence" else "pair",
                                               s1, s2, "p", trailing=(kind == "trailing"))
+            firsts.append((kind, s1, lvl, g, t1, ex1, h1, ph1))
             if g[need] & E2:
                 body = (f"{t1} and {enc.before(h1, ph1, B, 'b')} and "
                         f"{enc.cover(h1, ph1, B, 'b', conv2)}")
                 yield f"{kind} at line {s1.srcinfo.line}", self.wrap(
                     A, B, rank, self.exists(ex1, body))
-            # P2: a second edge caught by what the first granted (issue/full quals)
+        # P2 after every P1 (cheaper patterns first): a second edge caught by what the first
+        # granted (issue/full quals)
+        for kind, s1, lvl, g, t1, ex1, h1, ph1 in firsts:
             if lvl != FULL:
                 continue
             caught = g["full"]
