@@ -49,7 +49,7 @@ from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, E
                       VarState, contains, subtract)
 from .hints import hazard_hint
 from .reuse import smem_reused_by_async
-from .rules import ClusterBarrier, check_free
+from .rules import ClusterBarrier, check_free, split_for_sync
 from .threads import CollectiveError, bits, range_mask, tile, warps
 from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
                        CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
@@ -513,7 +513,11 @@ class Machine:
         new = Record(box, mode != "read", mode == "atomic",
                      ev_new or self.event(s.srcinfo, s.what, quals), qmask, v.name, pkey)
         q0 = qbits[0]
-        if s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
+        if not conv and task != ALL and mask & (mask - 1):
+            # a collective's access of a non-convergent qual: each thread did a part
+            new.part, new.q0 = True, q0
+            new.flags, new.init_flags = {}, {}
+        elif s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
             new.flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask}, (q0, 2): {task: mask},
                          (q0, 3): {task: mask}}
             new.init_flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask},
@@ -547,7 +551,7 @@ class Machine:
             return False
         ls, ltask, lmask, rec = last
         if ls is not s or ltask != self.task or lmask != self.mask or rec.pending \
-                or rec.dead or rec.flags != rec.init_flags or \
+                or rec.dead or rec.flags != rec.init_flags or rec.own != lmask or \
                 (rec.prx is not None and rec.prx != lmask):
             return False
         rb = rec.box
@@ -588,6 +592,8 @@ class Machine:
         """A Fence given by bit sets (kernel boundaries: the stream fence, a proxy fence)."""
         full1s = frozenset(full1)
         for rec in self._records_for(task):
+            if rec.part:
+                split_for_sync(self, rec, task, mask, temp1)
             lvl = rec.sync_level(task, mask, full1s, temp1)
             if lvl is None:
                 continue
@@ -601,6 +607,8 @@ class Machine:
         full2, temp2 = _sync_bits(L2)
         proxy = L2.proxy_fence
         for rec in self._records_for(task):
+            if rec.part:
+                split_for_sync(self, rec, task, mask, temp1)
             lvl = rec.sync_level(task, mask, full1, temp1)
             if lvl is None:
                 continue
@@ -666,6 +674,8 @@ class Machine:
             self.cluster_barrier.arrive(task, s)
         full1, temp1 = _sync_bits_full(s.L1)
         for rec in self._records_for(task):
+            if rec.part:
+                split_for_sync(self, rec, task, mask, temp1)
             lvl = rec.sync_level(task, mask, full1, temp1)
             if lvl is None:
                 continue

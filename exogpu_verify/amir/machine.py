@@ -21,6 +21,10 @@ dicts, with ``ALL`` standing for every thread (CPU code and kernel boundaries).
 * Exceptions to "asynchronous = issue only": wgmma accumulator accesses (qual wgD) are
   in-order (the hardware chains wgmmas on one accumulator, PTX ISA 9.7.15.6). A ``lazy``
   access (``wgmma_zero``) is recorded but neither checked nor superseding.
+* Part records: an access of a non-convergent qual by several threads (a collective
+  instruction) gives its threads only their own, unknown parts: no initial flags, and a
+  sync catches it through its first qual only on every thread of it (``own_level``); a
+  sync on some of them first splits it (``split_off``, ``rules.split_for_sync``).
 * Proxies: a record of a generic-proxy access (first qual c2 or sm80) never receives the
   async proxy's quals from ordinary grants. Its *async view* (flags on ``aret``) is made by
   a proxy Fence (second timeline with ``aret`` in its full set) that catches it at ``full``
@@ -93,7 +97,7 @@ class Record:
     """Visibility of one access to a box: flags[(qual bit, flag)] -> {task: mask}."""
 
     __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key",
-                 "dead", "init_flags", "prx", "pfence")
+                 "dead", "init_flags", "prx", "pfence", "own", "part", "q0", "store")
 
     def __init__(self, box, mutate, atomic, event, qmask, var, key=False):
         self.box = box
@@ -113,13 +117,51 @@ class Record:
         #: a Fence by the accessing threads that caught this record without the proxy
         #: timeline (named in the hint of a cross-proxy hazard)
         self.pfence = None
-
+        #: the accessing threads (of ``event.task``) whose parts this record holds
+        self.own = event.mask if event is not None else 0
+        #: True for a part record: one access of a non-convergent qual by several threads
+        #: (a collective instruction), whose threads each accessed an unknown part of the box.
+        #: Its own threads see only their own part, so ``flags`` holds only complete
+        #: visibility (initially none), and a synchronization catches the parts of the threads
+        #: it runs on (``own_level``; the machine splits the record first, ``split_off``).
+        self.part = False
+        self.q0 = None  # first qual bit of a part record
+        self.store = None  # the RecStore holding it
     def copy_with_box(self, box) -> "Record":
         r = Record(box, self.mutate, self.atomic, self.event, self.qmask, self.var)
         r.flags = {k: dict(v) for k, v in self.flags.items()}
         r.pending = list(self.pending)
         r.prx, r.pfence = self.prx, self.pfence
+        r.own, r.part, r.q0 = self.own, self.part, self.q0
         return r
+
+    def split_off(self, mask: int) -> "Record | None":
+        """For a part record partly covered by a synchronization run by ``mask`` (of the
+        record's task): keep the parts of ``mask``'s threads here and return a record with
+        the others (same box, flags and pending entries), or None if nothing is split."""
+        rest = self.own & ~mask
+        if not rest or not self.own & mask:
+            return None
+        r = self.copy_with_box(self.box)
+        r.key = self.key
+        r.own = rest
+        self.own &= mask
+        if self.prx is not None:
+            r.prx, self.prx = self.prx & rest, self.prx & mask
+        return r
+
+    def own_level(self, task: int, mask: int, full_bits, temporal_bits) -> int:
+        """FULL, TEMPORAL or 0: a synchronization by (task, mask) that runs on every thread
+        of this part record's parts catches them through their own first qual."""
+        if task == ALL:
+            covered = True
+        else:
+            covered = task == self.event.task and self.own and not self.own & ~mask
+        if not covered:
+            return 0
+        if self.q0 in full_bits:
+            return FULL
+        return TEMPORAL if self.q0 in temporal_bits else 0
 
     def add(self, q: int, flag: int, task: int, mask: int) -> None:
         ts = self.flags.get((q, flag))
@@ -145,16 +187,24 @@ class Record:
         the level through its non-async quals, ``view`` the level at which the sync carries
         its async view (caught through threads holding ``aret``; ``carry_level`` of L1)."""
         if self.prx is not None:
-            return self._generic_level(task, mask, full_bits, temporal_bits)
-        level = None
-        for q in temporal_bits:
-            for flag in (ISSUE, FULL):
-                ts = self.flags.get((q, flag))
-                if ts and touches(ts, task, mask):
-                    if q in full_bits:
-                        return FULL
-                    level = TEMPORAL
-        return level
+            code = self._generic_level(task, mask, full_bits, temporal_bits)
+        else:
+            code = None
+            for q in temporal_bits:
+                for flag in (ISSUE, FULL):
+                    ts = self.flags.get((q, flag))
+                    if ts and touches(ts, task, mask):
+                        if q in full_bits:
+                            code = FULL
+                            break
+                        code = TEMPORAL
+                if code == FULL:
+                    break
+        if self.part:
+            own = self.own_level(task, mask, full_bits, temporal_bits)
+            if own and (code or 0) & 3 < own:
+                code = ((code or 0) & ~3) | own
+        return code
 
     def _generic_level(self, task, mask, full_bits, temporal_bits) -> int | None:
         level = 0
@@ -369,6 +419,7 @@ class RecStore:
         yield from self.wide
 
     def add(self, rec) -> None:
+        rec.store = self
         if rec.key is not None:
             lst = self.points.get(rec.key)
             if lst is None:

@@ -1,5 +1,6 @@
 """The concrete machine's checks at the end of an allocation's life and for the cluster
-barrier, kept apart from the interpreter loop (``docs/semantics.md``, "Frees", "Barriers").
+barrier, and the splitting of part records, kept apart from the interpreter loop
+(``docs/semantics.md``, "Frees", "Barriers", "Collective accesses").
 
 * ``check_free``: every surviving access to freed shared memory is ordered before the free
   for every thread of the cluster (its async view, when the async proxy may reuse the bytes:
@@ -59,6 +60,27 @@ def check_free(m, v, s: A.AmFree) -> None:
                          "released (the next task of the persistent kernel reuses them)",
                          hint="wait for the instruction's commit group (e.g. Await(cg, "
                               "cuda_in_order, 0)) before the end of the block")
+
+
+def split_for_sync(m, rec, task: int, mask: int, temp1) -> None:
+    """Before a synchronization by (task, mask) that may catch part record ``rec`` through
+    its threads' own parts (its first qual in L1's temporal set), split off the parts of the
+    threads it does not run on: each keeps the same box, flags and barrier attachments
+    (``Record.split_off``), so that each is caught exactly by the threads that made it."""
+    if task != rec.event.task or rec.q0 not in temp1:
+        return
+    other = rec.split_off(mask)
+    if other is None:
+        return
+    rec.store.add(other)
+    m._register(other, task)
+    for t in other.tasks():
+        m._register(other, t)
+    for key, count, lvl in other.pending:
+        b = m.barriers.get(key[0])
+        st = b["elems"].get(key) if b is not None else None
+        if st is not None:
+            st.pending.append((other, count, lvl))
 
 
 class ClusterBarrier:

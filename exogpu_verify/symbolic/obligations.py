@@ -52,6 +52,14 @@ def _bits(qs) -> frozenset:
     return frozenset(q.bit for q in qs)
 
 
+def partial(e: Event) -> bool:
+    """A collective's access of a non-convergent qual (several threads, one instruction
+    call): each thread accessed an unknown part of the box, so only synchronization run by
+    all of them orders the whole access (the concrete machine's part records)."""
+    return (e.kind == "access" and not e.quals[0].convergent and e.mapping is not None
+            and e.mapping.num_threads > 1)
+
+
 def _mask(mem) -> frozenset:
     return frozenset(q.bit for q in mem.qual_mask())
 
@@ -160,16 +168,21 @@ class Builder:
         """Text of 'src instance is caught by this edge'; returns (text, existentials,
         holder event, holder prefix)."""
         enc = self.enc
+        def caught(p1):  # a thread of src runs it; every one, for a part access
+            if partial(src):
+                return enc.cover(s1, p1, src, ps, False)
+            return enc.share(src, ps, s1, p1)
+
         if kind == "fence":
             pf = f"{pre}f"
-            t = f"{enc.before(src, ps, s1, pf)} and {enc.share(src, ps, s1, pf)}"
+            t = f"{enc.before(src, ps, s1, pf)} and {caught(pf)}"
             return t, [(s1, pf)], s1, pf
         pr, pw = f"{pre}r", f"{pre}w"
         if trailing:
             tb = self.trailing_same(src, ps, s1, pr)
             t = f"{enc.before(src, ps, s1, pr)} and {tb} and {self.match(s1, pr, s2, pw)}"
         else:
-            t = (f"{enc.before(src, ps, s1, pr)} and {enc.share(src, ps, s1, pr)} and "
+            t = (f"{enc.before(src, ps, s1, pr)} and {caught(pr)} and "
                  f"{self.match(s1, pr, s2, pw)}")
         return t, [(s1, pr), (s2, pw)], s2, pw
 
@@ -194,8 +207,9 @@ class Builder:
         """isl texts of instance pairs (A, B) ordered by each pattern, cheapest first."""
         enc = self.enc
         q0 = A.quals[0].bit if A.kind == "access" else None
-        # P0: program order of the same threads
-        if A.in_order and q0 in E2:
+        # P0: program order of the same threads (not for a collective's part access: a
+        # thread of it may not have made the element's part)
+        if A.in_order and q0 in E2 and not partial(A):
             yield "program order", self.wrap(A, B, rank, enc.cover(A, "a", B, "b", conv2))
         start = frozenset({q0})
         first_edges = list(self.edges(A, start, mask, 0))
