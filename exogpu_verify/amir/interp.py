@@ -49,7 +49,7 @@ from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, E
                       VarState, contains, subtract)
 from .hints import hazard_hint
 from .reuse import smem_reused_by_async
-from .rules import ClusterBarrier, check_free, split_for_sync
+from .rules import ClusterBarrier, check_free, check_ring_balance, split_for_sync
 from .threads import CollectiveError, bits, range_mask, tile, warps
 from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
                        CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
@@ -71,6 +71,7 @@ class Machine:
         #: their generic accesses must reach the async proxy before the free
         self.async_reuse = smem_reused_by_async(am)
         self.cluster_barrier = ClusterBarrier()  # barrier.cluster arrives pending per task
+        self.ring_usage: dict = {}  # mbarrier ring -> (elements in use, first free)
         #: variables never mutated anywhere: reads of them cannot take part in a hazard
         #: (reads are only checked against later mutations and, for SMEM, frees)
         self.read_only = frozenset()
@@ -361,7 +362,7 @@ class Machine:
 
     def free(self, s: A.AmFree):
         if s.name in self.barriers:
-            self._check_ring_balance(self.barriers.pop(s.name), s)
+            check_ring_balance(self, self.barriers.pop(s.name), s)
             return
         v = self.vars.pop(s.name, None)
         if v is None:
@@ -375,70 +376,6 @@ class Machine:
         b = self.barriers.get(key[0])
         name = b["display"] if b is not None and b["display"] else key[0]
         return f"{name}[{', '.join(map(str, key[1]))}]"
-
-    def _check_ring_balance(self, b: dict, s: A.AmFree):
-        """At the free of an mbarrier ring, every virtual index must have completed one phase.
-
-        The physical mbarriers of a ring are reused by the next task of a persistent kernel,
-        which continues counting phases; a virtual index in ``[0, extent + pre_arrive)`` that
-        was never arrived on (e.g. a missing final release Arrive) leaves a slot one phase
-        behind. Arrives on pre-arrived indices, or an uneven number of Arrive instances per
-        index, over-complete phases. Mbarrier Awaits only poll, so they are not counted.
-        This holds for every element of the ring in every lifetime, used or not: codegen
-        advances the phase counter of all of its physical mbarriers at the end of each
-        lifetime, so an element left unused in one task is out of phase in the next."""
-        mech = b["mech"]
-        ring = b["ring"]
-        if mech.kind != "mbarrier" or not ring or all(r is None for r in ring):
-            return
-        pre = mech.pre_arrive
-        rdims = [d for d, r in enumerate(ring) if r is not None]
-        groups: dict = {}
-        outers = [()]
-        for d, ext in enumerate(b["shape"]):
-            if d not in rdims:
-                outers = [o + (x,) for o in outers for x in range(ext)]
-        for o in outers:
-            groups[o] = {}
-        for key, st in b["elems"].items():
-            idx = key[1]
-            outer = tuple(x for d, x in enumerate(idx) if d not in rdims)
-            inner = tuple(idx[d] for d in rdims)
-            groups.setdefault(outer, {})[inner] = st.arrives - (1 if st.pre else 0)
-        name = b["display"] or s.name
-        counts = set()
-        for outer, seen in groups.items():
-            inners = [()]
-            for d in rdims:
-                inners = [i + (x,) for i in inners for x in range(b["shape"][d] + pre)]
-            for inner in inners:
-                n = seen.get(inner, 0)
-                is_pre = any(x < pre for x in inner)
-                full = list(outer)
-                for d, x in zip(rdims, inner):
-                    full.insert(d, x)
-                where = f"{name}[{', '.join(map(str, full))}]"
-                if is_pre and n:
-                    raise CheckError("barrier-usage", f"Arrive on {where}, a virtual index "
-                                     f"that CudaMbarrierPreArrive({pre}) already counts as "
-                                     "arrived: the ring's phases get ahead of its Awaits",
-                                     s.srcinfo, hint=f"arrive on index i + {pre} to release "
-                                                     "slot i")
-                if not is_pre:
-                    if not n:
-                        raise CheckError(
-                            "barrier-usage", f"{where} is never arrived on before {name} is "
-                            f"freed: every virtual index in [0, {b['shape'][rdims[0]] + pre}) "
-                            "of every element of the ring must complete its phase in every "
-                            "lifetime (used or not), or the physical mbarrier is left a phase "
-                            "behind for the next task", s.srcinfo,
-                            hint="add the missing Arrive (e.g. the final release of the last "
-                                 "slot after the loop)")
-                    counts.add(n)
-        if len(counts) > 1:
-            raise CheckError("barrier-usage", f"the virtual indices of {name} receive different "
-                             f"numbers of Arrive instances ({sorted(counts)}); every phase of "
-                             "an mbarrier needs the same arrival count", s.srcinfo)
 
     def _param_state(self, name: str) -> VarState:
         for pname, mem, shape in self.am.data_params:

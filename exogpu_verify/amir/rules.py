@@ -6,6 +6,8 @@ barrier, and the splitting of part records, kept apart from the interpreter loop
   for every thread of the cluster (its async view, when the async proxy may reuse the bytes:
   ``amir/reuse.py``); registers of asynchronous instructions are released only after every
   asynchronous access to them completed.
+* ``check_ring_balance``: at the free of an mbarrier ring, every element in use completed
+  the phases of all its virtual indices, and the same elements are in use in every lifetime.
 * ``ClusterBarrier``: the hardware has one cluster barrier (``barrier.cluster``) for every
   ``CudaClusterSync`` barrier of the program and for cluster-wide Fences, and "each thread
   must arrive at the barrier only once before the barrier completes" (PTX ISA 9.1,
@@ -121,3 +123,82 @@ class ClusterBarrier:
                 "its Await: the next task of the persistent kernel would arrive at "
                 "barrier.cluster a second time before it completes", prev.srcinfo,
                 hint="Await the cluster barrier before the end of the task")
+
+
+def check_ring_balance(m, b: dict, s: A.AmFree) -> None:
+    """At the free of an mbarrier ring, every element in use has completed one phase per
+    virtual index, and the same elements are in use in every lifetime of the allocation.
+
+    The physical mbarriers of a ring are reused by the next lifetime (the next iteration of
+    an enclosing loop, the next task of a persistent kernel), which continues counting
+    phases: codegen advances the phase base of every element of the ring by its extent at
+    the end of each lifetime. So a virtual index in ``[0, extent + pre_arrive)`` of an element
+    in use that was never arrived on (e.g. a missing final release Arrive) leaves a slot one
+    phase behind, and an element (its coordinates outside the ring dimension) used in some
+    lifetimes and not in others is out of phase when it is used again; an element no
+    lifetime uses is harmless. Arrives on pre-arrived indices, or an uneven number of Arrive
+    instances per index, over-complete phases. Awaits only poll, so they are not counted,
+    but they put an element in use."""
+    mech = b["mech"]
+    ring = b["ring"]
+    if mech.kind != "mbarrier" or not ring or all(r is None for r in ring):
+        return
+    pre = mech.pre_arrive
+    rdims = [d for d, r in enumerate(ring) if r is not None]
+    groups: dict = {}
+    for key, st in b["elems"].items():
+        idx = key[1]
+        outer = tuple(x for d, x in enumerate(idx) if d not in rdims)
+        inner = tuple(idx[d] for d in rdims)
+        groups.setdefault(outer, {})[inner] = st.arrives - (1 if st.pre else 0)
+    name = b["display"] or s.name
+
+    def elem(outer, inner=None) -> str:
+        full = list(outer)
+        for d in rdims:
+            full.insert(d, ":" if inner is None else str(inner[rdims.index(d)]))
+        return f"{name}[{', '.join(map(str, full))}]"
+
+    used = frozenset(groups)
+    first = m.ring_usage.setdefault(s.name, (used, m.task_desc.get(m.task, "")))
+    if used != first[0]:
+        o = min(used ^ first[0])
+        now = "used in this lifetime" if o in used else "not used in this lifetime"
+        then = "not in an earlier one" if o in used else "used in an earlier one"
+        where = f" (task ({first[1]}))" if first[1] else ""
+        raise CheckError(
+            "barrier-usage", f"{elem(o)} is {now} of {name} but {then}{where}: codegen "
+            "advances the phases of every element of a ring at the end of each lifetime, so "
+            "an element used in some lifetimes and not in others is out of phase when it is "
+            "used again", s.srcinfo,
+            hint="use the same elements of the ring in every lifetime (e.g. not under a "
+                 "condition on a task iterator), or give each use its own barrier")
+    counts = set()
+    span = b["shape"][rdims[0]] + pre
+    for outer, seen in groups.items():
+        inners = [()]
+        for d in rdims:
+            inners = [i + (x,) for i in inners for x in range(b["shape"][d] + pre)]
+        for inner in inners:
+            n = seen.get(inner, 0)
+            is_pre = any(x < pre for x in inner)
+            where = elem(outer, inner)
+            if is_pre and n:
+                raise CheckError("barrier-usage", f"Arrive on {where}, a virtual index that "
+                                 f"CudaMbarrierPreArrive({pre}) already counts as arrived: the "
+                                 "ring's phases get ahead of its Awaits", s.srcinfo,
+                                 hint=f"arrive on index i + {pre} to release slot i")
+            if not is_pre:
+                if not n:
+                    raise CheckError(
+                        "barrier-usage", f"{where} is never arrived on before {name} is "
+                        f"freed: every virtual index in [0, {span}) of a ring element in use "
+                        "must complete its phase in every lifetime, or the physical mbarrier "
+                        "is left a phase behind for the next task", s.srcinfo,
+                        hint="add the missing Arrive (e.g. the final release of the last "
+                             "slot after the loop)")
+                counts.add(n)
+    if len(counts) > 1:
+        raise CheckError("barrier-usage", f"the virtual indices of {name} receive different "
+                         f"numbers of Arrive instances ({sorted(counts)}); every phase of an "
+                         "mbarrier needs the same arrival count", s.srcinfo)

@@ -8,8 +8,8 @@
 * ``cluster_alternation``: Arrives on the one hardware cluster barrier alternate with Awaits
   in every task;
 * ``ring_balance``: at the free of an mbarrier ring, no Arrive on a pre-arrived index, every
-  index of every element arrived in every lifetime, and the same number of Arrive instances
-  per index.
+  index of every element in use arrived in every lifetime, and the same number of Arrive
+  instances per index.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ def _thread_count(enc: Encoder, r: Event, thr: list) -> int | None:
 
 def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     """At the free of an mbarrier ring (mirrors the concrete machine): no Arrive on a
-    pre-arrived virtual index; every index in [pre, extent + pre) of every element of the ring
-    arrived in every lifetime (used or not);
+    pre-arrived virtual index; every index in [pre, extent + pre) of every element in use
+    (touched in some lifetime) arrived in every lifetime;
     the same number of Arrive instances on every index. The last is proven by a sufficient
     condition: the Arrive statements hit disjoint indices, each statement's instances (less
     their thread iterators) hit an index at most once, and all statements run the same
@@ -129,17 +129,28 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     arrived = isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + zs)}] : 1 = 0 }}")
     for _, m, _ in maps:
         arrived = arrived.union(m.range())
-    # every element of the ring in every lifetime, used or not: codegen advances the phase
-    # counter of all of its physical mbarriers at the end of each lifetime (the concrete
-    # machine checks the same)
+    # every element in use (its coordinates outside the ring dimensions, touched by an
+    # Arrive or an Await in some lifetime) in every lifetime: codegen advances the phase base
+    # of all of a ring's physical mbarriers at the end of each lifetime (mirrors
+    # amir/rules.py, check_ring_balance)
+    touched = arrived
+    for w in b.awaits:
+        for tg in w.targets:
+            if tg.name == name:
+                touched = touched.union(_arrive_map(enc, w, tg, decl.depth, nz)[0].range())
     life = Event("alloc", 0, decl.loops, decl.guards, (), decl.kernel, None, None, None)
     sp = [f"l{i}" for i in range(decl.depth)] + [f"z{i}" for i in range(nz)]
+    outer = [f"z{d}" for d in range(nz) if d not in rdims]
+    to_outer = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp)}] -> [{', '.join(outer)}] }}")
+    to_outer = to_outer.align_params(touched.get_space())
+    in_use = touched.apply(to_outer).apply(to_outer.reverse())
     cons = [enc.context, enc.dom(life, "l")]
     for d in range(nz):
         ext = enc.ex(decl.shape[d], life, "l")
         lo = pre if d in rdims else 0
         cons.append(f"{lo} <= z{d} < {ext} + {lo}")
     need = isl.Set(f"{enc.pstr} -> {{ [{', '.join(sp)}] : {' and '.join(cons)} }}")
+    need = need.intersect(in_use.align_params(need.get_space()))
     missing = need.subtract(arrived.align_params(need.get_space())).coalesce()
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
                     maps[0][0] if maps else None, str(need), [("arrived", str(arrived))])
