@@ -116,7 +116,7 @@ class Machine:
 
     def _unregister(self, rec: Record):
         self.cpu_records.discard(rec)
-        for t in rec.tasks():
+        for t in rec.tasks() | {rec.event.task}:  # a part record may hold no flags yet
             s = self.index.get(t)
             if s is not None:
                 s.discard(rec)
@@ -515,7 +515,7 @@ class Machine:
                 continue
             for piece in subtract(r.box, box):
                 nr = r.copy_with_box(piece)
-                for t in nr.tasks():
+                for t in nr.tasks() | {nr.event.task}:
                     self._register(nr, t)
                 for key, count, lvl in nr.pending:
                     b = self.barriers.get(key[0])

@@ -99,3 +99,14 @@ def k(N: size, A: f32[N, 64] @ CudaGmemLinear, C: f32[N, 64] @ CudaGmemLinear):
 def test_a_warps_tma_store_committed_by_that_warp_is_proven():
     # the commit group of the issuing warp catches the whole (part) access
     proven(TMA_BY_WARP, [{"N": 1}, {"N": 2}])
+
+
+def test_a_collective_store_partly_overwritten_needs_a_barrier_before_the_overwrite():
+    # thread 0 may overwrite x[0] only once every part of the collective store is ordered
+    # before it (another thread of the warpgroup may have stored x[0])
+    over = ("for t in cuda_threads(0, 1, unit=cuda_thread):\n"
+            "                x[0] = 0.0\n"
+            "            Fence(cuda_in_order, cuda_in_order)")
+    refuted(SELF.replace("SYNC", over), "x[0] = 0.0", "write-after-write hazard", {"N": 1})
+    proven(SELF.replace("SYNC", "Fence(cuda_in_order, cuda_in_order)\n            " + over),
+           [{"N": 1}, {"N": 2}])
