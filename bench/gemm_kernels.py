@@ -8,15 +8,17 @@ launch) with a CTA tile of 128 x 256 and k-steps of 64:
 * one producer warp waits for a free slot of a 4-deep SMEM ring (``war``, pre-arrived 4
   times), issues two TMA tile copies (``tma_load_2d_bf16 >> raw[k]``) and arrives on
   ``raw[k]`` (the copies complete on it: mbarrier ``complete_tx``);
-* two consumer warpgroups wait for ``raw[k]``, issue 4 ``wgmma_m64n256k16`` each into their
-  register accumulator, commit them to their wgmma commit group, wait until at most one
-  group is pending (so the previous k-step's SMEM reads are done) and release that slot with
+* two consumer warpgroups wait for ``raw[k]``, fence their accumulator registers
+  (``wgmma.fence``: the registers were last touched by other code, e.g. the previous task's
+  epilogue), issue 4 ``wgmma_m64n256k16`` each into their register accumulator, commit
+  them to their wgmma commit group, wait until at most one group is pending (so the previous k-step's SMEM reads are done) and release that slot with
   ``Arrive >> war[k + 3]``; after the loop they wait for all groups and release the last slot;
 * the main loop's SMEM is freed after a (cluster-wide) Fence, and the epilogue reuses SMEM:
   the consumers store the accumulators to ``C_smem`` (``store_acc``, the platform's unrolled
   accumulator store, one 64 x 32 column block per call), a CTA
-  ``Fence(cuda_in_order, cuda_generic_and_async_proxy)`` (``fence.proxy.async``) publishes it
-  to the async proxy, one producer warp TMA-stores it (``tma_store_2d_f32``, bulk commit
+  ``Fence(cuda_in_order, cuda_generic_and_async_proxy)`` (``fence.proxy.async``, run by the
+  consumers that wrote it, among all the CTA's threads) publishes it to the async proxy, one
+  producer warp TMA-stores it (``tma_store_2d_f32``, bulk commit
   group wait 0) and a last Fence orders everything before ``C_smem`` is freed.
 
 ``bug`` injects one of ``BUGS`` (see there for what changes and the expected hazard).
@@ -48,6 +50,11 @@ BUGS = {
                                 "barrier-usage", "barrier misuse"),
     "non_split_two_tasks": ("non-split kernel launched with S = 2 (two tasks store the same "
                             "C tile)", "sync", "WAW"),
+    "proxy_fence_on_storer": ("the epilogue's proxy Fence is run by the storing producer warp "
+                              "after an in-order CTA barrier, not by the consumers that wrote "
+                              "C_smem", "sync", "RAW"),
+    "missing_wgmma_fence": ("no Fence(wgmma_fence_1, wgmma_fence_2) before the consumers' "
+                            "wgmmas", "sync", "WAW"),
 }
 
 tma_load = Sm90_tma_load(2, bf16)
@@ -75,6 +82,10 @@ def make_gemm(bug: str = "none", split: bool = False):
     EPI_L2 = cuda_in_order if bug == "epilogue_fence_no_proxy" else cuda_generic_and_async_proxy
     WAR_FIRST = 0 if bug == "copy_before_war_await" else 1
     ARRIVE_LAST = 0 if bug == "arrive_before_last_copy" else 1
+    STORER_PROXY = 1 if bug == "proxy_fence_on_storer" else 0
+    if STORER_PROXY:
+        EPI_L2 = cuda_in_order
+    WG_FENCE = 0 if bug == "missing_wgmma_fence" else 1
     SPLIT = 1 if split else 0
     # a non-split kernel stores whole C tiles: only one K-slice task may exist (the symbolic
     # checker finds the two-task WAW otherwise); the injected bug drops this precondition
@@ -128,7 +139,8 @@ def make_gemm(bug: str = "none", split: bool = False):
                                     for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
                                         if RAW_ALWAYS == 1 or k == 0:
                                             Await(raw[k], cuda_generic_and_async_proxy, 0)
-                                        Fence(wgmma_fence_1, wgmma_fence_2)
+                                        if WG_FENCE == 1:
+                                            Fence(wgmma_fence_1, wgmma_fence_2)
                                         for kk in seq(0, 4):
                                             wgmma(D[wg, :, :, :, :, :],
                                                   sA[k % 4, wg * 64:wg * 64 + 64,
@@ -158,6 +170,8 @@ def make_gemm(bug: str = "none", split: bool = False):
                                                   D[wg, :, :, j * 4:j * 4 + 4, :, :])
                             Fence(cuda_in_order, EPI_L2)
                             with CudaWarps(0, 1, name="producer"):
+                                if STORER_PROXY == 1:
+                                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
                                 for j in seq(0, 8):
                                     if SPLIT == 1:
                                         tma_reduce_add(128, 32,

@@ -35,7 +35,10 @@ Shared memory written by ordinary stores and then accessed by the wgmma (async p
 published with a CTA ``Fence(cuda_in_order, cuda_generic_and_async_proxy)``; it also orders
 the previous iteration's ordinary reads of ``D`` before this iteration's wgmma updates it.
 A CTA-scope fence does not help the race above: the overwrite comes from the other CTA's
-multicast, and it precedes this fence in iteration ``k + 1``.
+multicast, and it precedes this fence in iteration ``k + 1``. The ordinary reads of
+``B_smem`` are followed by a second proxy Fence, so that the cluster sync carries them to
+the next multicast (an async-proxy write: a generic access before it needs a proxy fence by
+its own threads), and the task ends with one, since the next task's wgmma rewrites ``D``.
 """
 
 from __future__ import annotations
@@ -108,6 +111,8 @@ def async_transitive_bug(T: size, K: size, A: f32[T, 2, 2, 64, 8] @ CudaGmemLine
                         for c in cuda_threads(0, 32, unit=cuda_thread):
                             some_in_order_op(1, Bout[task, k, cta, r, c:c + 1],
                                              B_smem[cta, r, c:c + 1])
+                    # the ordinary reads reach the async proxy before the next multicast
+                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
                     for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
                         # async read of B_smem (the access the cluster sync below misses)
                         example_wgmma(D[cta, wg, :, :], A_smem[cta, wg, :, :], B_smem[cta, :, :])
@@ -126,7 +131,7 @@ def async_transitive_bug(T: size, K: size, A: f32[T, 2, 2, 64, 8] @ CudaGmemLine
                                                  D[cta, wg, r, 16 * h:16 * h + 16])
                 # the next iteration's multicast is issued after this
                 Await(cs, cuda_in_order, 0)
-            Fence(cuda_in_order, cuda_in_order)
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
 
 
 @proc
@@ -162,6 +167,8 @@ def async_transitive_fixed(T: size, K: size, A: f32[T, 2, 2, 64, 8] @ CudaGmemLi
                         for c in cuda_threads(0, 32, unit=cuda_thread):
                             some_in_order_op(1, Bout[task, k, cta, r, c:c + 1],
                                              B_smem[cta, r, c:c + 1])
+                    # the ordinary reads reach the async proxy before the next multicast
+                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
                     for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
                         example_wgmma(D[cta, wg, :, :], A_smem[cta, wg, :, :], B_smem[cta, :, :])
                         Arrive(wgmma_async) >> cg[cta, wg]
@@ -176,4 +183,4 @@ def async_transitive_fixed(T: size, K: size, A: f32[T, 2, 2, 64, 8] @ CudaGmemLi
                                 some_in_order_op(16, C[task, k, cta, wg, r, 16 * h:16 * h + 16],
                                                  D[cta, wg, r, 16 * h:16 * h + 16])
                 Await(cs, cuda_in_order, 0)
-            Fence(cuda_in_order, cuda_in_order)
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)

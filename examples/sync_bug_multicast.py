@@ -8,7 +8,7 @@ cuda_warp_in_cluster``), each filling the other's shard too. Every iteration ``k
 ``k`` of ``A`` into ``B`` and then every thread of each CTA reads its CTA's copy with an
 ordinary in-order operation (``some_in_order_op``, here: copy to ``C``).
 
-``multicast_bug``: the iteration ends with ``Fence(cuda_in_order, cuda_in_order)`` *inside*
+``multicast_bug``: the iteration ends with a ``Fence`` *inside*
 the CTA loop, i.e. at CTA scope (``__syncthreads``). It orders CTA 0's reads of ``B[0]``
 before CTA 0's warp issues the next multicast, but the next multicast also writes ``B[1]``,
 and nothing orders that write after CTA 1's threads finish reading ``B[1]``: CTA 0 may race
@@ -22,6 +22,12 @@ k + 1, CTA 0's warp), needing ``K >= 2``.
 cluster arrives after its reads and waits before the next multicast is issued.
 ``multicast_fixed_fence``: the same fix as a ``Fence`` at cluster scope (``barrier.cluster``).
 Both are expected to be accepted (``checked`` at ``VERIFY_SIZES``, or ``proven``).
+
+Every variant makes the ordinary reads of ``B`` visible to the async proxy before the
+next multicast overwrites them: a generic-proxy access followed by an async-proxy write of
+the same element needs ``Fence(..., cuda_generic_and_async_proxy)`` executed by the reading
+threads (``fence.proxy.async``; LANGUAGE.md, "Proxies"). That Fence is not the bug: at CTA
+scope it is run by the right threads but still orders nothing across CTAs.
 
 The instructions are the paper's placeholders: their bodies give the sequential meaning
 (copies); they have no ``codegen`` and are not meant to be compiled.
@@ -75,9 +81,9 @@ def multicast_bug(T: size, K: size, A: f32[T, K, 64, 16] @ CudaGmemLinear,
                     # BUG: CTA scope. Orders this CTA's reads of B[cta] before its *own* warp's
                     # next multicast, but the other CTA's warp also writes B[cta] in iteration
                     # k + 1, and nothing makes it wait for these reads.
-                    Fence(cuda_in_order, cuda_in_order)
+                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
             # all accesses to B before its free (SMEM may be reused by either CTA)
-            Fence(cuda_in_order, cuda_in_order)
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
 
 
 @proc
@@ -99,8 +105,11 @@ def multicast_fixed(T: size, K: size, A: f32[T, K, 64, 16] @ CudaGmemLinear,
                         for h in cuda_threads(0, 2, unit=cuda_thread):
                             some_in_order_op(8, C[task, k, cta, r, 8 * h:8 * h + 8],
                                              B[cta, r, 8 * h:8 * h + 8])
-                # FIX: every thread of *both* CTAs arrives after its reads of B, and every
-                # thread waits for the whole cluster before the next multicast is issued
+                # FIX: every thread of *both* CTAs arrives after its reads of B (made visible
+                # to the async proxy first), and every thread waits for the whole cluster
+                # before the next multicast is issued
+                for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
                 Arrive(cuda_in_order) >> cs
                 Await(cs, cuda_in_order, 0)
             # no Fence needed before B's free: the last iteration's cluster sync orders it
@@ -127,4 +136,4 @@ def multicast_fixed_fence(T: size, K: size, A: f32[T, K, 64, 16] @ CudaGmemLinea
                 # FIX (blocking form): the same Fence, moved out of the CTA loop, is executed by
                 # the whole cluster (barrier.cluster.arrive + wait); the last one also orders
                 # every access to B before its free
-                Fence(cuda_in_order, cuda_in_order)
+                Fence(cuda_in_order, cuda_generic_and_async_proxy)

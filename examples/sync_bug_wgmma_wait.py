@@ -22,7 +22,9 @@ Simplification: a real wgmma accumulates into registers; this placeholder keeps 
 shared memory (per-CTA shards, indexed per warpgroup) so that only the memories of the core
 language are needed. Because the wgmma reads shared memory through the async proxy, the
 operands written by ordinary stores are published with a CTA
-``Fence(cuda_in_order, cuda_generic_and_async_proxy)`` (``fence.proxy.async``).
+``Fence(cuda_in_order, cuda_generic_and_async_proxy)`` (``fence.proxy.async``), and the task
+ends with another one: the next task's wgmma rewrites ``D`` through the async proxy, after
+this task's ordinary reads of it.
 """
 
 from __future__ import annotations
@@ -80,8 +82,9 @@ def wgmma_wait_bug(T: size, A: f32[T, 2, 2, 64, 8] @ CudaGmemLinear,
                         for h in cuda_threads(0, 2, unit=cuda_thread):
                             some_in_order_op(16, C[task, cta, wg, r, 16 * h:16 * h + 16],
                                              D[cta, wg, r, 16 * h:16 * h + 16])
-            # all accesses to the SMEM tiles before they are freed
-            Fence(cuda_in_order, cuda_in_order)
+            # all accesses to the SMEM tiles before they are freed; the next task's wgmma
+            # rewrites D through the async proxy, so the ordinary reads of D reach it first
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
 
 
 @proc
@@ -115,4 +118,4 @@ def wgmma_wait_fixed(T: size, A: f32[T, 2, 2, 64, 8] @ CudaGmemLinear,
                         for h in cuda_threads(0, 2, unit=cuda_thread):
                             some_in_order_op(16, C[task, cta, wg, r, 16 * h:16 * h + 16],
                                              D[cta, wg, r, 16 * h:16 * h + 16])
-            Fence(cuda_in_order, cuda_in_order)
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)

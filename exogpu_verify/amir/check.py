@@ -86,8 +86,8 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
             notes.append("later access at " + ", ".join(f"{k}={v}" for k, v in iters.items()))
         sec = (Span(first.srcinfo, "earlier access"),) if first is not None else ()
         d = Diagnostic.at("sync", msg, second.srcinfo, notes=tuple(notes), secondary=sec,
-                          hint="add the missing Fence or Arrive/Await pair between the two "
-                               "accesses")
+                          hint=h.hint or "add the missing Fence or Arrive/Await pair between "
+                                         "the two accesses")
         w = Witness(dict(sizes), _event_json(first, bd, m.task_desc) if first else {},
                     _event_json(second, bd, m.task_desc), h.missing)
         return "refuted", (d,), w, f"{h.kind} hazard"

@@ -145,7 +145,16 @@ class _Converter:
             self.mems[name] = s.mem
             allocs.append((name, si, path))
             shape = tuple(rename_expr(e, sc.ctrl) for e in s.type.shape)
-            return [A.AmAlloc(name, shape, s.mem, (), si, path, s.name)]
+            out = [A.AmAlloc(name, shape, s.mem, (), si, path, s.name)]
+            if self.in_cuda and s.mem.async_registers:
+                # the physical registers held earlier values (the previous task of the
+                # persistent loop): an access of every element, so that the first wgmma
+                # on them needs wgmma.fence (docs/semantics.md, "wgmma registers")
+                box = tuple(("iv", N.Const(0, index), e) for e in shape)
+                out.append(A.AmAccess(name, box, "write", cuda_in_order_instr, (), si, path,
+                                      f"registers of {s.name} (their use before this "
+                                      "allocation)"))
+            return out
         if isinstance(s, N.BarrierAlloc):
             name = self.unique(sc.fresh(s.name))
             sc.barriers[s.name] = name

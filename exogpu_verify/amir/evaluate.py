@@ -12,10 +12,11 @@ from .machine import Event, point_key
 
 class Hazard(Exception):
     def __init__(self, kind: str, var: str, box, first: Event | None, second: Event,
-                 missing: str):
+                 missing: str, hint: str | None = None):
         super().__init__(f"{kind} on {var}")
         self.kind, self.var, self.box = kind, var, box
         self.first, self.second, self.missing = first, second, missing
+        self.hint = hint  # how to fix it, when the cause is known (amir/hints.py)
 
 
 class CheckError(Exception):
@@ -59,6 +60,7 @@ def ev(e, env):
 _STREAM_BITS = tuple(q.bit for q in cuda_stream_sync.full)
 _LAUNCH_L1 = tuple(sorted(set(_STREAM_BITS) | {QUAL_TLS["cpu"].bit}))
 _FREE_BITS = (QUAL_TLS["c2"].bit, QUAL_TLS["aret"].bit)
+_RMEM_BITS = (QUAL_TLS["c1"].bit,)
 _IN_ORDER_BITS = frozenset(q.bit for q in QUAL_TLS.values() if q.hw_ordered)
 
 

@@ -45,8 +45,11 @@ import time
 from ..ir.memories import BarrierMechanism, Memory
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
-from .machine import (ALL, ATOMIC, FULL, TEMPORAL, BarrierState, Event, Record, VarState,
-                      contains, subtract)
+from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event, Record,
+                      VarState, contains, subtract)
+from .hints import hazard_hint
+from .reuse import smem_reused_by_async
+from .rules import ClusterBarrier, check_free, check_ring_balance, split_for_sync
 from .threads import CollectiveError, bits, range_mask, tile, warps
 from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
                        CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
@@ -64,6 +67,11 @@ class Machine:
     def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None,
                  reuse_tasks: bool | None = None):
         self.am = am
+        #: SMEM allocations whose freed bytes an async-proxy write may reuse (amir/reuse.py):
+        #: their generic accesses must reach the async proxy before the free
+        self.async_reuse = smem_reused_by_async(am)
+        self.cluster_barrier = ClusterBarrier()  # barrier.cluster arrives pending per task
+        self.ring_usage: dict = {}  # mbarrier ring -> (elements in use, first free)
         #: variables never mutated anywhere: reads of them cannot take part in a hazard
         #: (reads are only checked against later mutations and, for SMEM, frees)
         self.read_only = frozenset()
@@ -108,7 +116,7 @@ class Machine:
 
     def _unregister(self, rec: Record):
         self.cpu_records.discard(rec)
-        for t in rec.tasks():
+        for t in rec.tasks() | {rec.event.task}:  # a part record may hold no flags yet
             s = self.index.get(t)
             if s is not None:
                 s.discard(rec)
@@ -155,7 +163,10 @@ class Machine:
         self.block(s.body if ev(s.cond, self.env) else s.orelse)
 
     def _fence_stmt(self, s: A.AmFence):
-        self.fence(s.L1, s.L2, self.task, self.mask)
+        if self.cfg is not None and self.cfg.clusterDim > 1 and \
+                self.mask == range_mask(0, self.cfg.blockDim * self.cfg.clusterDim):
+            self.cluster_barrier.fence(self.task, s)
+        self.fence(s.L1, s.L2, self.task, self.mask, s.srcinfo)
 
     # ------------------------------------------------------------ task reuse
     def _reuse_locals(self, s: A.AmFor):
@@ -294,6 +305,7 @@ class Machine:
                     self._traces[rkey] = (trace, self.steps - steps0, s)
                 else:
                     self.block(s.body)
+                self.cluster_barrier.end_task(self.task)
                 # nothing inside the kernel can synchronize a finished task's records any
                 # more, but the kernel-exit stream fence must still reach them
                 done = self.index.pop(self.task, None)
@@ -350,20 +362,12 @@ class Machine:
 
     def free(self, s: A.AmFree):
         if s.name in self.barriers:
-            self._check_ring_balance(self.barriers.pop(s.name), s)
+            check_ring_balance(self, self.barriers.pop(s.name), s)
             return
         v = self.vars.pop(s.name, None)
         if v is None:
             return
-        if v.mem.is_shared and self.task != ALL:
-            cluster = range_mask(0, self.cfg.blockDim * self.cfg.clusterDim)
-            for rec in list(v.mutates) + list(v.reads):
-                if not rec.has(TEMPORAL, _FREE_BITS, self.task, cluster, False):
-                    raise Hazard("free without sync", v.name, rec.box, rec.event,
-                                 self.event(s.srcinfo, f"free of {v.name} (end of its block)"),
-                                 "the access is not ordered before the free for every thread "
-                                 "of the cluster; add a CTA/cluster Fence before the end of "
-                                 "the block")
+        check_free(self, v, s)
         for rec in list(v.mutates) + list(v.reads):
             self._unregister(rec)
             rec.dead = True
@@ -372,60 +376,6 @@ class Machine:
         b = self.barriers.get(key[0])
         name = b["display"] if b is not None and b["display"] else key[0]
         return f"{name}[{', '.join(map(str, key[1]))}]"
-
-    def _check_ring_balance(self, b: dict, s: A.AmFree):
-        """At the free of an mbarrier ring, every virtual index must have completed one phase.
-
-        The physical mbarriers of a ring are reused by the next task of a persistent kernel,
-        which continues counting phases; a virtual index in ``[0, extent + pre_arrive)`` that
-        was never arrived on (e.g. a missing final release Arrive) leaves a slot one phase
-        behind. Arrives on pre-arrived indices, or an uneven number of Arrive instances per
-        index, over-complete phases. Mbarrier Awaits only poll, so they are not counted."""
-        mech = b["mech"]
-        ring = b["ring"]
-        if mech.kind != "mbarrier" or not ring or all(r is None for r in ring):
-            return
-        pre = mech.pre_arrive
-        rdims = [d for d, r in enumerate(ring) if r is not None]
-        groups: dict = {}
-        for key, st in b["elems"].items():
-            idx = key[1]
-            outer = tuple(x for d, x in enumerate(idx) if d not in rdims)
-            inner = tuple(idx[d] for d in rdims)
-            groups.setdefault(outer, {})[inner] = st.arrives - (1 if st.pre else 0)
-        name = b["display"] or s.name
-        counts = set()
-        for outer, seen in groups.items():
-            inners = [()]
-            for d in rdims:
-                inners = [i + (x,) for i in inners for x in range(b["shape"][d] + pre)]
-            for inner in inners:
-                n = seen.get(inner, 0)
-                is_pre = any(x < pre for x in inner)
-                full = list(outer)
-                for d, x in zip(rdims, inner):
-                    full.insert(d, x)
-                where = f"{name}[{', '.join(map(str, full))}]"
-                if is_pre and n:
-                    raise CheckError("barrier-usage", f"Arrive on {where}, a virtual index "
-                                     f"that CudaMbarrierPreArrive({pre}) already counts as "
-                                     "arrived: the ring's phases get ahead of its Awaits",
-                                     s.srcinfo, hint=f"arrive on index i + {pre} to release "
-                                                     "slot i")
-                if not is_pre:
-                    if not n:
-                        raise CheckError(
-                            "barrier-usage", f"{where} is never arrived on before {name} is "
-                            f"freed: every virtual index in [0, {b['shape'][rdims[0]] + pre}) "
-                            "of the ring must complete its phase, or the physical mbarrier "
-                            "is left a phase behind for the next task", s.srcinfo,
-                            hint="add the missing Arrive (e.g. the final release of the last "
-                                 "slot after the loop)")
-                    counts.add(n)
-        if len(counts) > 1:
-            raise CheckError("barrier-usage", f"the virtual indices of {name} receive different "
-                             f"numbers of Arrive instances ({sorted(counts)}); every phase of "
-                             "an mbarrier needs the same arrival count", s.srcinfo)
 
     def _param_state(self, name: str) -> VarState:
         for pname, mem, shape in self.am.data_params:
@@ -466,16 +416,18 @@ class Machine:
             who = "any" if conv else "every"
             raise Hazard(kind, v.name, rec.box, rec.event, ev_new,
                          f"no synchronization gives {who} executing thread '{need}' visibility "
-                         f"of the earlier access on {' or '.join(q.name for q in quals)}")
+                         f"of the earlier access on {' or '.join(q.name for q in quals)}",
+                         hint=hazard_hint(rec, ev_new, kind))
 
-        if mode != "read":
+        lazy = quals[0].lazy  # touches nothing now: checked at the access it prepares
+        if mode != "read" and not lazy:
             # reads first: they are later in program order than the mutation they read (a
             # mutation supersedes older reads), so the report names the closest conflict
             for rec in v.reads.overlapping(box, pkey):
                 flag = ATOMIC if mode == "atomic" else TEMPORAL
                 if not rec.has(flag, qbits, task, mask, conv):
                     fail("WAR", rec, "temporal")
-        for rec in v.mutates.overlapping(box, pkey):
+        for rec in () if lazy else v.mutates.overlapping(box, pkey):
             if mode == "atomic":
                 if not rec.atomic and not rec.has(ATOMIC, qbits, task, mask, conv):
                     fail("WAW", rec, "atomic")
@@ -498,7 +450,11 @@ class Machine:
         new = Record(box, mode != "read", mode == "atomic",
                      ev_new or self.event(s.srcinfo, s.what, quals), qmask, v.name, pkey)
         q0 = qbits[0]
-        if s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
+        if not conv and task != ALL and mask & (mask - 1):
+            # a collective's access of a non-convergent qual: each thread did a part
+            new.part, new.q0 = True, q0
+            new.flags, new.init_flags = {}, {}
+        elif s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
             new.flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask}, (q0, 2): {task: mask},
                          (q0, 3): {task: mask}}
             new.init_flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask},
@@ -506,7 +462,9 @@ class Machine:
         else:
             new.flags = {(q0, 3): {task: mask}}
             new.init_flags = {(q0, 3): {task: mask}}
-        if mode in ("write", "rw"):
+        if q0 in GENERIC_BITS:
+            new.prx = mask
+        if mode in ("write", "rw") and not lazy:
             self._supersede(v.mutates, box, pkey)
             self._supersede(v.reads, box, pkey)
         (v.mutates if mode != "read" else v.reads).add(new)
@@ -530,7 +488,8 @@ class Machine:
             return False
         ls, ltask, lmask, rec = last
         if ls is not s or ltask != self.task or lmask != self.mask or rec.pending \
-                or rec.dead or rec.flags != rec.init_flags:
+                or rec.dead or rec.flags != rec.init_flags or rec.own != lmask or \
+                (rec.prx is not None and rec.prx != lmask):
             return False
         rb = rec.box
         d = -1
@@ -556,7 +515,7 @@ class Machine:
                 continue
             for piece in subtract(r.box, box):
                 nr = r.copy_with_box(piece)
-                for t in nr.tasks():
+                for t in nr.tasks() | {nr.event.task}:
                     self._register(nr, t)
                 for key, count, lvl in nr.pending:
                     b = self.barriers.get(key[0])
@@ -566,22 +525,34 @@ class Machine:
                 store.add(nr)
 
     # ------------------------------------------------------------ synchronization
-    def _fence_bits(self, full1, temp1, full2, temp2, task, mask):
+    def _fence_bits(self, full1, temp1, full2, temp2, task, mask, proxy=True, srcinfo=None):
+        """A Fence given by bit sets (kernel boundaries: the stream fence, a proxy fence)."""
         full1s = frozenset(full1)
         for rec in self._records_for(task):
+            if rec.part:
+                split_for_sync(self, rec, task, mask, temp1)
             lvl = rec.sync_level(task, mask, full1s, temp1)
-            if lvl is not None:
-                rec.augment(task, mask, full2, temp2, lvl)
-                self._register(rec, task)
+            if lvl is None:
+                continue
+            rec.augment(task, mask, full2, temp2, lvl)
+            if rec.prx is not None and lvl & 3 == FULL:
+                rec.fenced(task, mask, proxy, srcinfo)
+            self._register(rec, task)
 
-    def fence(self, L1, L2, task, mask):
+    def fence(self, L1, L2, task, mask, srcinfo=None):
         full1, temp1 = _sync_bits_full(L1)
         full2, temp2 = _sync_bits(L2)
+        proxy = L2.proxy_fence
         for rec in self._records_for(task):
+            if rec.part:
+                split_for_sync(self, rec, task, mask, temp1)
             lvl = rec.sync_level(task, mask, full1, temp1)
-            if lvl is not None:
-                rec.augment(task, mask, full2, temp2, lvl)
-                self._register(rec, task)
+            if lvl is None:
+                continue
+            rec.augment(task, mask, full2, temp2, lvl)
+            if rec.prx is not None and lvl & 3 == FULL:
+                rec.fenced(task, mask, proxy, srcinfo)
+            self._register(rec, task)
 
     def _elements(self, ref: A.AmBarrierRef):
         b = self.barriers.get(ref.name)
@@ -636,8 +607,12 @@ class Machine:
     def arrive(self, s: A.AmArrive):
         task, mask = self.task, self.mask
         elems = [e for ref in s.targets for e in self._elements(ref)]
+        if elems and elems[0][1].kind == "cluster":
+            self.cluster_barrier.arrive(task, s)
         full1, temp1 = _sync_bits_full(s.L1)
         for rec in self._records_for(task):
+            if rec.part:
+                split_for_sync(self, rec, task, mask, temp1)
             lvl = rec.sync_level(task, mask, full1, temp1)
             if lvl is None:
                 continue
@@ -669,6 +644,8 @@ class Machine:
     def await_(self, s: A.AmAwait):
         task, mask = self.task, self.mask
         [(key, st)] = self._elements(s.target)
+        if st.kind == "cluster":
+            self.cluster_barrier.await_(task)
         if st.arrives == 0:
             raise CheckError("barrier-usage", f"Await on {s.target.name} "
                              f"{list(key[1])} before any Arrive: no forward progress",

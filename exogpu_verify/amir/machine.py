@@ -19,7 +19,18 @@ dicts, with ``ALL`` standing for every thread (CPU code and kernel boundaries).
   an atomic access ``atomic`` of non-atomic earlier accesses. For a convergent access one
   executing thread suffices, otherwise all must have it.
 * Exceptions to "asynchronous = issue only": wgmma accumulator accesses (qual wgD) are
-  in-order (the hardware chains wgmmas on one accumulator, PTX ISA 9.7.15.6).
+  in-order (the hardware chains wgmmas on one accumulator, PTX ISA 9.7.15.6). A ``lazy``
+  access (``wgmma_zero``) is recorded but neither checked nor superseding.
+* Part records: an access of a non-convergent qual by several threads (a collective
+  instruction) gives its threads only their own, unknown parts: no initial flags, and a
+  sync catches it through its first qual only on every thread of it (``own_level``); a
+  sync on some of them first splits it (``split_off``, ``rules.split_for_sync``).
+* Proxies: a record of a generic-proxy access (first qual c2 or sm80) never receives the
+  async proxy's quals from ordinary grants. Its *async view* (flags on ``aret``) is made by
+  a proxy Fence (second timeline with ``aret`` in its full set) that catches it at ``full``
+  once every accessing thread has executed one (``prx`` holds those still to do it), and
+  then travels through synchronization as far as the generic access itself does
+  (``SyncTL.generic_carry``), caught only through threads that hold it.
 * Barriers: an instruction's trailing barrier must be attached before the Arrive that
   completes the phase its Await waits for; at the free of an mbarrier ring every virtual
   index in ``[0, extent + pre_arrive)`` must have been arrived on (pre-arrived indices
@@ -33,9 +44,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.timelines import ASYNC_PROXY_QUALS, ASYNC_VIEW, GENERIC_PROXY_QUALS
+
 ALL = -1  # task key meaning "every thread"
 ATOMIC, TEMPORAL, FULL, ISSUE = range(4)
 FLAG_NAMES = ("atomic", "temporal", "full", "issue")
+ASYNC_BITS = frozenset(q.bit for q in ASYNC_PROXY_QUALS)
+GENERIC_BITS = frozenset(q.bit for q in GENERIC_PROXY_QUALS)
+ARET = ASYNC_VIEW.bit
+
+
+def carry_level(full_bits, temporal_bits) -> int:
+    """FULL, TEMPORAL or 0: how far a timeline (as bit sets) carries a generic-proxy access
+    (``SyncTL.generic_carry``)."""
+    for b in GENERIC_BITS:
+        if b in full_bits:
+            return FULL
+    for b in GENERIC_BITS:
+        if b in temporal_bits:
+            return TEMPORAL
+    return 0
 
 
 def covers(ts: dict, task: int, mask: int, convergent: bool) -> bool:
@@ -69,7 +97,7 @@ class Record:
     """Visibility of one access to a box: flags[(qual bit, flag)] -> {task: mask}."""
 
     __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key",
-                 "dead", "init_flags")
+                 "dead", "init_flags", "prx", "pfence", "own", "part", "q0", "store")
 
     def __init__(self, box, mutate, atomic, event, qmask, var, key=False):
         self.box = box
@@ -83,12 +111,57 @@ class Record:
         self.var = var
         self.dead = False  # superseded or freed
         self.init_flags = None
-
+        #: generic-proxy records only: mask of the accessing threads (of ``event.task``) that
+        #: have not executed a proxy fence since the access; None for other records
+        self.prx = None
+        #: a Fence by the accessing threads that caught this record without the proxy
+        #: timeline (named in the hint of a cross-proxy hazard)
+        self.pfence = None
+        #: the accessing threads (of ``event.task``) whose parts this record holds
+        self.own = event.mask if event is not None else 0
+        #: True for a part record: one access of a non-convergent qual by several threads
+        #: (a collective instruction), whose threads each accessed an unknown part of the box.
+        #: Its own threads see only their own part, so ``flags`` holds only complete
+        #: visibility (initially none), and a synchronization catches the parts of the threads
+        #: it runs on (``own_level``; the machine splits the record first, ``split_off``).
+        self.part = False
+        self.q0 = None  # first qual bit of a part record
+        self.store = None  # the RecStore holding it
     def copy_with_box(self, box) -> "Record":
         r = Record(box, self.mutate, self.atomic, self.event, self.qmask, self.var)
         r.flags = {k: dict(v) for k, v in self.flags.items()}
         r.pending = list(self.pending)
+        r.prx, r.pfence = self.prx, self.pfence
+        r.own, r.part, r.q0 = self.own, self.part, self.q0
         return r
+
+    def split_off(self, mask: int) -> "Record | None":
+        """For a part record partly covered by a synchronization run by ``mask`` (of the
+        record's task): keep the parts of ``mask``'s threads here and return a record with
+        the others (same box, flags and pending entries), or None if nothing is split."""
+        rest = self.own & ~mask
+        if not rest or not self.own & mask:
+            return None
+        r = self.copy_with_box(self.box)
+        r.key = self.key
+        r.own = rest
+        self.own &= mask
+        if self.prx is not None:
+            r.prx, self.prx = self.prx & rest, self.prx & mask
+        return r
+
+    def own_level(self, task: int, mask: int, full_bits, temporal_bits) -> int:
+        """FULL, TEMPORAL or 0: a synchronization by (task, mask) that runs on every thread
+        of this part record's parts catches them through their own first qual."""
+        if task == ALL:
+            covered = True
+        else:
+            covered = task == self.event.task and self.own and not self.own & ~mask
+        if not covered:
+            return 0
+        if self.q0 in full_bits:
+            return FULL
+        return TEMPORAL if self.q0 in temporal_bits else 0
 
     def add(self, q: int, flag: int, task: int, mask: int) -> None:
         ts = self.flags.get((q, flag))
@@ -108,19 +181,58 @@ class Record:
         return False
 
     def sync_level(self, task: int, mask: int, full_bits, temporal_bits) -> int | None:
-        """FULL or TEMPORAL if a sync by (task, mask) with this L1 synchronizes with us."""
-        level = None
+        """FULL or TEMPORAL if a sync by (task, mask) with this L1 synchronizes with us.
+
+        For a generic-proxy record the result is a code ``normal | view << 2``: ``normal``
+        the level through its non-async quals, ``view`` the level at which the sync carries
+        its async view (caught through threads holding ``aret``; ``carry_level`` of L1)."""
+        if self.prx is not None:
+            code = self._generic_level(task, mask, full_bits, temporal_bits)
+        else:
+            code = None
+            for q in temporal_bits:
+                for flag in (ISSUE, FULL):
+                    ts = self.flags.get((q, flag))
+                    if ts and touches(ts, task, mask):
+                        if q in full_bits:
+                            code = FULL
+                            break
+                        code = TEMPORAL
+                if code == FULL:
+                    break
+        if self.part:
+            own = self.own_level(task, mask, full_bits, temporal_bits)
+            if own and (code or 0) & 3 < own:
+                code = ((code or 0) & ~3) | own
+        return code
+
+    def _generic_level(self, task, mask, full_bits, temporal_bits) -> int | None:
+        level = 0
         for q in temporal_bits:
+            if q in ASYNC_BITS:
+                continue
             for flag in (ISSUE, FULL):
                 ts = self.flags.get((q, flag))
                 if ts and touches(ts, task, mask):
-                    if q in full_bits:
-                        return FULL
-                    level = TEMPORAL
-        return level
+                    level = FULL if q in full_bits else max(level, TEMPORAL)
+            if level == FULL:
+                break
+        view = 0
+        carry = carry_level(full_bits, temporal_bits)
+        if carry:
+            for flag in (ISSUE, FULL):
+                ts = self.flags.get((ARET, flag))
+                if ts and touches(ts, task, mask):
+                    view = carry
+                    break
+        code = level | (view << 2)
+        return code or None
 
     def augment(self, task: int, mask: int, L2_full, L2_temporal, level: int) -> None:
         qm = self.qmask
+        if self.prx is not None:
+            self._augment_generic(task, mask, L2_full, L2_temporal, level)
+            return
         if level == FULL:
             for q in L2_full:
                 if q in qm:
@@ -130,6 +242,54 @@ class Record:
         for q in L2_temporal:
             if q in qm:
                 self.add(q, TEMPORAL, task, mask)
+
+    def _augment_generic(self, task, mask, L2_full, L2_temporal, level: int) -> None:
+        qm = self.qmask
+        normal, view = level & 3, level >> 2
+        if normal == FULL:
+            for q in L2_full:
+                if q in qm and q not in ASYNC_BITS:
+                    self.add(q, ATOMIC, task, mask)
+                    self.add(q, FULL, task, mask)
+                    self.add(q, ISSUE, task, mask)
+        if normal:
+            for q in L2_temporal:
+                if q in qm and q not in ASYNC_BITS:
+                    self.add(q, TEMPORAL, task, mask)
+        if view and ARET in qm:
+            carry = carry_level(L2_full, L2_temporal)
+            if view == FULL and carry == FULL:
+                self.grant_view(task, mask)
+            elif carry:
+                self.add(ARET, TEMPORAL, task, mask)
+
+    def grant_view(self, task: int, mask: int) -> None:
+        """All flags of the async view (``aret``) for (task, mask)."""
+        for flag in (ATOMIC, TEMPORAL, FULL, ISSUE):
+            self.add(ARET, flag, task, mask)
+
+    def fenced(self, task: int, mask: int, proxy: bool, srcinfo) -> None:
+        """A Fence by (task, mask) caught this generic record at ``full``: with the proxy
+        timeline it is its threads' proxy fence (the async view exists once every accessing
+        thread ran one); without it, remember the Fence for the hint."""
+        if proxy:
+            if self.proxy_fenced(task, mask):
+                self.grant_view(task, mask)
+        elif srcinfo is not None and task == self.event.task and mask & self.event.mask:
+            self.pfence = srcinfo
+
+    def proxy_fenced(self, task: int, mask: int) -> bool:
+        """A proxy Fence by (task, mask) caught this generic record at ``full``: remove its
+        threads from those still to fence; True when the Fence makes the async view (it is
+        run by some accessing thread and no accessing thread is left without a fence)."""
+        ev = self.event
+        if task == ALL:
+            self.prx = 0
+            return True
+        if task != ev.task or not ev.mask & mask:
+            return False
+        self.prx &= ~mask
+        return self.prx == 0
 
     def tasks(self):
         out = set()
@@ -259,6 +419,7 @@ class RecStore:
         yield from self.wide
 
     def add(self, rec) -> None:
+        rec.store = self
         if rec.key is not None:
             lst = self.points.get(rec.key)
             if lst is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import nodes as N
-from ..ir.affine import NotAffine, check_quasi_affine
+from ..ir.affine import NotAffine, check_quasi_affine, const_value
 from ..ir.types import R, ControlType, ScalarType, bool_, index, int_, promote
 from .language import BUILTINS, KEYWORDS
 
@@ -86,7 +86,16 @@ class ExprParser:
             a, b = self._control(node.left, what), self._control(node.right, what)
             self._need_int(a, node.left, what)
             self._need_int(b, node.right, what)
-            return N.BinOp(_ARITH[type(node.op)], a, b, index, si)
+            op = _ARITH[type(node.op)]
+            if op in ("/", "%"):
+                c = const_value(b)
+                if c is not None and c <= 0:
+                    raise self.err("type", f"'{op}' by the non-positive constant {c} in "
+                                   f"{what}: control expressions divide (floor division) and "
+                                   "take remainders only by positive constants", node.right,
+                                   hint=f"use a positive divisor, e.g. `{ast.unparse(node.left)}"
+                                        f" {'%' if op == '%' else '/'} {abs(c) or 2}`")
+            return N.BinOp(op, a, b, index, si)
         if isinstance(node, ast.Compare):
             return self._compare(node, what)
         if isinstance(node, ast.BoolOp):

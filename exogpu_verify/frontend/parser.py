@@ -21,6 +21,7 @@ from ..ir.srcinfo import SrcInfo
 from ..ir.types import BarrierType, ControlType, ScalarType, bool_, index, int_, size
 from ..ir.memories import DRAM
 from ..ir.units import CollUnit
+from .asserts import unsatisfiable
 from .exprs import ExprParser, _describe
 from .language import KEYWORDS, Keyword
 from .sync import SyncParser
@@ -122,12 +123,18 @@ class Parser(ExprParser, SyncParser):
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]
-        preds = []
+        preds, asserts = [], []
         while body and isinstance(body[0], ast.Assert):
             s = body.pop(0)
             if s.msg is not None:
                 raise self.err("syntax", "assert messages are not supported", s.msg)
             preds.append(self.cond(s.test, "assert condition"))
+            asserts.append(s)
+        if self.instr is None and unsatisfiable(params, preds):
+            raise self.err("type", "no size satisfies the asserts of "
+                           f"'{f.name}' (sizes are at least 1): a proof for every size that "
+                           "satisfies them would be vacuous", asserts[0],
+                           hint="fix the assert so that some sizes satisfy it")
         stmts = self.block(body, f)
         return N.Procedure(f.name, params, tuple(preds), stmts, self.instr, self.src(f))
 

@@ -97,6 +97,16 @@ class Memory:
     def qual_mask(self) -> frozenset[QualTL]:
         return frozenset(Q[a] for _, v in self.quals for a in v)
 
+    @property
+    def async_registers(self) -> bool:
+        """Registers that an asynchronous instruction reads or writes in place (a qual with
+        ``reg_async``: wgmma accumulators and A fragments). The checkers treat their
+        allocation as an access of every element by the allocating threads (the physical
+        registers held earlier values, e.g. of the previous task of a persistent kernel), so
+        the first wgmma needs ``wgmma.fence`` (PTX ISA, wgmma.fence: "before the first
+        wgmma.mma_async"), and their end of life needs every asynchronous access completed."""
+        return self.space == "rmem" and any(q.reg_async for q in self.qual_mask())
+
     def accepts_memory(self, actual: "Memory") -> bool:
         """Can an argument in ``actual`` be passed to a parameter declared in ``self``?"""
         if actual == self:

@@ -10,7 +10,11 @@
 The sets below follow the implemented ("endgame") model of the reference notes, section 2.4:
 it has no per-timeline transitivity flag, because visibility gained through earlier
 synchronization is itself tracked. ``transitive`` keeps the paper's flag (section 2.5) as
-documentation and for a checker that wants the paper's model.
+documentation and for a checker that wants the paper's model. Two departures, both for
+soundness (``docs/semantics.md``, "The tables"): ``wgmma_zero_qual`` is in no timeline (only
+``wgmma.fence`` orders other register accesses before a wgmma), and the async proxy's quals
+reach a generic-proxy access only through a proxy fence of its own threads
+(``SyncTL.proxy_fence``, ``SyncTL.generic_carry``).
 """
 
 from __future__ import annotations
@@ -50,15 +54,35 @@ INSTR_TLS = {
 
 @dataclass(frozen=True, slots=True)
 class QualTL:
-    """A qualitative timeline. ``bit`` orders them for bitset encodings. ``hw_ordered``: the
-    hardware orders consecutive accesses on it even when the instruction is asynchronous
-    (wgmma's register accumulator: PTX ISA, wgmma, accumulator dependences are tracked)."""
+    """A qualitative timeline. ``bit`` orders them for bitset encodings.
+
+    The flags below are the whole of the hardware facts the checkers read about one qual
+    (``docs/semantics.md``, "The rules"):
+
+    * ``hw_ordered``: the hardware orders consecutive accesses on it even when the
+      instruction is asynchronous (wgmma's register accumulator: PTX ISA, wgmma.mma_async,
+      accumulator dependences between wgmmas of one warpgroup are tracked).
+    * ``proxy``: the memory proxy of an access to shared or global memory, ``"generic"``
+      (ordinary loads and stores, ``cp.async``) or ``"async"`` (TMA, its stores and
+      reductions, wgmma's SMEM operands; ``aret`` is the async proxy's view of an access).
+      A generic access followed by an async-proxy one needs a proxy fence executed by the
+      generic access's threads (PTX ISA, "Async proxy" and ``fence.proxy.async``).
+    * ``reg_async``: a register operand that an asynchronous instruction reads or writes in
+      place (wgmma's accumulator and A fragment): every other access to those registers
+      must be separated from the instruction by ``wgmma.fence`` (PTX ISA, wgmma.fence).
+    * ``lazy``: an access that touches nothing when executed and takes effect at the next
+      access on one of its extended quals (``wgmma_zero`` sets the scale-d flag of the next
+      wgmma): it is not checked against earlier accesses and does not supersede them.
+    """
 
     name: str
     abbrev: str
     bit: int
     convergent: bool
     hw_ordered: bool = False
+    proxy: str = ""
+    reg_async: bool = False
+    lazy: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -83,15 +107,30 @@ _QUALS = [
     ("cuda_async_proxy_retired_qual", "aret", False),
 ]
 _HW_ORDERED = {"wgD"}
+#: cp.async (non-bulk) is performed in the generic proxy; bulk copies and wgmma descriptors
+#: in the async proxy (PTX ISA, "Async proxy")
+_PROXY = {"c2": "generic", "sm80": "generic", "g2s": "async", "s2g": "async", "wgS": "async",
+          "aret": "async"}
+_REG_ASYNC = {"wgA", "wgD"}
+_LAZY = {"wg0"}
 QUAL_TLS: dict[str, QualTL] = {
-    abbrev: QualTL(name, abbrev, bit, conv, abbrev in _HW_ORDERED)
+    abbrev: QualTL(name, abbrev, bit, conv, abbrev in _HW_ORDERED, _PROXY.get(abbrev, ""),
+                   abbrev in _REG_ASYNC, abbrev in _LAZY)
     for bit, (name, abbrev, conv) in enumerate(_QUALS)
 }
+#: the async proxy's quals: never granted to a generic-proxy access except through the
+#: proxy fence of its own threads (``docs/semantics.md``, "Proxies")
+ASYNC_PROXY_QUALS = frozenset(q for q in QUAL_TLS.values() if q.proxy == "async")
+GENERIC_PROXY_QUALS = frozenset(q for q in QUAL_TLS.values() if q.proxy == "generic")
+#: the qual through which the async proxy's view of a generic access travels
+ASYNC_VIEW = QUAL_TLS["aret"]
 
 
 def access_in_order(instr_tl: InstrTL, first_qual: QualTL) -> bool:
     """Is an access recorded as in-order (all visibility flags for its own threads)?"""
     return instr_tl.in_order or first_qual.hw_ordered
+
+
 Q = QUAL_TLS  # short alias used in tables below
 
 cpu_q, strm_q = Q["cpu"], Q["strm"]
@@ -112,6 +151,24 @@ class SyncTL:
     @property
     def temporal(self) -> frozenset[QualTL]:
         return self.full | self.temporal_only
+
+    @property
+    def proxy_fence(self) -> bool:
+        """As the second timeline of a Fence: the Fence is a proxy fence (lowered with
+        ``fence.proxy.async``): it makes its threads' earlier generic-proxy accesses visible
+        to the async proxy."""
+        return ASYNC_VIEW in self.full
+
+    @property
+    def generic_carry(self) -> str | None:
+        """How far this timeline carries a generic-proxy access: ``"full"``, ``"temporal"``
+        or None. The async proxy's view of a generic access, once its threads made it
+        (``proxy_fence``), travels through synchronization exactly as far as the access."""
+        if self.full & GENERIC_PROXY_QUALS:
+            return "full"
+        if self.temporal & GENERIC_PROXY_QUALS:
+            return "temporal"
+        return None
 
     def implements(self, other: "SyncTL") -> bool:
         """A barrier built for ``self`` also serves ``other`` (notes 2.4)."""
@@ -137,18 +194,17 @@ _DEVICE_ALL = ("strm", "c1", "c2", "mbar", "sm80", "g2s", "s2g", "wgA", "wgD", "
 empty_sync_tl = _s("empty_sync_tl", ())
 cpu_in_order = _s("cpu_in_order", ("cpu",), transitive=True)
 cuda_stream_sync = _s("cuda_stream_sync", _DEVICE_ALL, transitive=True)
-cuda_in_order = _s("cuda_in_order", ("c1", "c2", "mbar"), ("wg0", "aret"), transitive=True)
-cuda_temporal = _s("cuda_temporal", ("mbar",), ("c1", "c2", "wg0", "aret"))
+cuda_in_order = _s("cuda_in_order", ("c1", "c2", "mbar"), ("aret",), transitive=True)
+cuda_temporal = _s("cuda_temporal", ("mbar",), ("c1", "c2", "aret"))
 Sm80_cp_async = _s("Sm80_cp_async", ("mbar", "sm80"))
-Sm80_generic = _s("Sm80_generic", ("c1", "c2", "mbar", "sm80"), ("wg0", "aret"))
+Sm80_generic = _s("Sm80_generic", ("c1", "c2", "mbar", "sm80"), ("aret",))
 tma_to_smem_async = _s("tma_to_smem_async", ("g2s",))
 tma_to_gmem_async = _s("tma_to_gmem_async", ("s2g",))
 wgmma_async_smem = _s("wgmma_async_smem", ("wgS",))
 wgmma_fence_1 = _s("wgmma_fence_1", ("c1", "wgA", "wgD"))
 wgmma_fence_2 = _s("wgmma_fence_2", ("wgA", "wgD"))
 wgmma_async = _s("wgmma_async", ("wgA", "wgD", "wgS"))
-cuda_generic_and_async_proxy = _s("cuda_generic_and_async_proxy", ("c1", "c2", "mbar", "aret"),
-                                  ("wg0",))
+cuda_generic_and_async_proxy = _s("cuda_generic_and_async_proxy", ("c1", "c2", "mbar", "aret"))
 
 SYNC_TLS: dict[str, SyncTL] = {
     t.name: t

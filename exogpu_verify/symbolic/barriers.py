@@ -5,8 +5,11 @@
 * ``arrive_progress``: every Await has an earlier Arrive on its element (or is pre-arrived);
 * ``trailing_before_arrive``: no copy completing on an element is issued after the last
   Arrive before an Await of it;
+* ``cluster_alternation``: Arrives on the one hardware cluster barrier alternate with Awaits
+  in every task;
 * ``ring_balance``: at the free of an mbarrier ring, no Arrive on a pre-arrived index, every
-  index arrived, and the same number of Arrive instances per index.
+  index of every element in use arrived in every lifetime, and the same number of Arrive
+  instances per index.
 """
 
 from __future__ import annotations
@@ -106,7 +109,8 @@ def _thread_count(enc: Encoder, r: Event, thr: list) -> int | None:
 
 def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     """At the free of an mbarrier ring (mirrors the concrete machine): no Arrive on a
-    pre-arrived virtual index; every index in [pre, extent + pre) of a touched ring arrived;
+    pre-arrived virtual index; every index in [pre, extent + pre) of every element in use
+    (touched in some lifetime) arrived in every lifetime;
     the same number of Arrive instances on every index. The last is proven by a sufficient
     condition: the Arrive statements hit disjoint indices, each statement's instances (less
     their thread iterators) hit an index at most once, and all statements run the same
@@ -125,32 +129,29 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     arrived = isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + zs)}] : 1 = 0 }}")
     for _, m, _ in maps:
         arrived = arrived.union(m.range())
-    # rings are touched by Arrives and Awaits alike (the concrete machine checks both)
+    # every element in use (its coordinates outside the ring dimensions, touched by an
+    # Arrive or an Await in some lifetime) in every lifetime: codegen advances the phase base
+    # of all of a ring's physical mbarriers at the end of each lifetime (mirrors
+    # amir/rules.py, check_ring_balance)
     touched = arrived
     for w in b.awaits:
         for tg in w.targets:
             if tg.name == name:
                 touched = touched.union(_arrive_map(enc, w, tg, decl.depth, nz)[0].range())
-    if touched.is_empty():
-        return
-    if pre:
-        low = arrived.intersect(isl.Set(
-            f"{enc.pstr} -> {{ [{', '.join([f'l{i}' for i in range(decl.depth)] + [f'z{i}' for i in range(nz)])}] : "
-            + " or ".join(f"z{d} < {pre}" for d in rdims) + " }"))
-        ob = Obligation(f"no Arrive on a pre-arrived index of {decl.display}", "barrier misuse",
-                        None, maps[0][0] if maps else None, str(low))
-        decide(ob, low, ms)
-        yield ob
-    # every index of a touched ring (same alloc instance and non-ring coordinates) arrived
+    life = Event("alloc", 0, decl.loops, decl.guards, (), decl.kernel, None, None, None)
     sp = [f"l{i}" for i in range(decl.depth)] + [f"z{i}" for i in range(nz)]
-    sp2 = [f"l{i}" for i in range(decl.depth)] + [f"w{i}" for i in range(nz)]
-    same_outer = " and ".join(f"w{d} = z{d}" for d in range(nz) if d not in rdims) or "1 = 1"
-    rng = " and ".join(f"{pre} <= z{d} < {to_isl_str(decl.shape[d], enc._pren())} + {pre}"
-                       for d in rdims)
-    spread = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp2)}] -> [{', '.join(sp)}] : "
-                     f"{same_outer} and {rng} }}")
-    need = touched.apply(spread.align_params(touched.get_space()))
-    missing = need.subtract(arrived).coalesce()
+    outer = [f"z{d}" for d in range(nz) if d not in rdims]
+    to_outer = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp)}] -> [{', '.join(outer)}] }}")
+    to_outer = to_outer.align_params(touched.get_space())
+    in_use = touched.apply(to_outer).apply(to_outer.reverse())
+    cons = [enc.context, enc.dom(life, "l")]
+    for d in range(nz):
+        ext = enc.ex(decl.shape[d], life, "l")
+        lo = pre if d in rdims else 0
+        cons.append(f"{lo} <= z{d} < {ext} + {lo}")
+    need = isl.Set(f"{enc.pstr} -> {{ [{', '.join(sp)}] : {' and '.join(cons)} }}")
+    need = need.intersect(in_use.align_params(need.get_space()))
+    missing = need.subtract(arrived.align_params(need.get_space())).coalesce()
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
                     maps[0][0] if maps else None, str(need), [("arrived", str(arrived))])
     decide(ob, missing, ms)
@@ -290,3 +291,64 @@ def one_arrive_statement(b: Builder, enc: Encoder, name: str, decl, ms):
             decide(ob, isl.Set(text).coalesce(), ms)
             ob.seconds = time.perf_counter() - t
             yield ob
+
+
+def _cluster_kind(enc: Encoder, e: Event) -> bool:
+    return any(getattr(enc.prog.vars[t.name].mem, "kind", "") == "cluster" for t in e.targets)
+
+
+def _cluster_wide(enc: Encoder, f: Event) -> bool:
+    cfg = enc.prog.kernels.get(f.kernel) if f.kernel is not None else None
+    return (cfg is not None and cfg.clusterDim > 1 and f.mapping is not None
+            and f.mapping.num_threads == cfg.blockDim * cfg.clusterDim)
+
+
+def cluster_alternation(b: Builder, enc: Encoder, ms):
+    """The one hardware cluster barrier (mirrors ``amir/rules.py``, ``ClusterBarrier``): per
+    task, no second Arrive on a ``CudaClusterSync`` barrier and no cluster-wide Fence after
+    an Arrive without an Await in between, and every Arrive followed by an Await in its
+    task (each thread arrives at barrier.cluster once before it completes, PTX ISA 9.1)."""
+    arrs = [r for r in b.arrives if r.kernel is not None and _cluster_kind(enc, r)]
+    if not arrs:
+        return
+    awts = [w for w in b.awaits if w.kernel is not None and _cluster_kind(enc, w)]
+    fences = [f for f in b.fences if _cluster_wide(enc, f)]
+
+    def awaited(x, px, y=None, py=None) -> str:
+        """Some cluster Await of x's task after the x instance (and before the y one)."""
+        parts = []
+        for w in awts:
+            st = enc.same_task(x, px, w, "c")
+            if st is None:
+                continue
+            cond = f"{st} and {enc.before(x, px, w, 'c')}"
+            if y is not None:
+                cond += f" and {enc.before(w, 'c', y, py)}"
+            parts.append(b.exists([(w, "c")], cond))
+        return "(" + " or ".join(parts) + ")" if parts else "1 = 0"
+
+    for r in arrs:
+        for y in arrs + fences:
+            st = enc.same_task(r, "a", y, "b")
+            if st is None:
+                continue
+            t = time.perf_counter()
+            dims = enc.dims(r, "a") + enc.dims(y, "b")
+            body = (f"{enc.dom(r, 'a')} and {enc.dom(y, 'b')} and {st} and "
+                    f"{enc.before(r, 'a', y, 'b')} and not {awaited(r, 'a', y, 'b')}")
+            text = f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and {body} }}"
+            what = "Arrive" if y.kind == "arrive" else "cluster-wide Fence"
+            ob = Obligation(f"cluster barrier: {what} (line {y.srcinfo.line}) after the Arrive "
+                            f"at line {r.srcinfo.line} without an Await between",
+                            "barrier misuse", r, y, text)
+            decide(ob, isl.Set(text).coalesce(), ms)
+            ob.seconds = time.perf_counter() - t
+            yield ob
+        t = time.perf_counter()
+        text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(r, 'a'))}] : {enc.context} and "
+                f"{enc.dom(r, 'a')} and not {awaited(r, 'a')} }}")
+        ob = Obligation(f"cluster barrier: the Arrive at line {r.srcinfo.line} is awaited in "
+                        "its task", "barrier misuse", None, r, text)
+        decide(ob, isl.Set(text).coalesce(), ms)
+        ob.seconds = time.perf_counter() - t
+        yield ob

@@ -16,12 +16,15 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ..amir.convert import lower_to_amir
+from ..amir.reuse import smem_reused_by_async
 from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation
 from .relations import Encoder
-from .barriers import (arrive_progress, barrier_bounds, one_arrive_statement,
-                       range_obligation, ring_balance, trailing_before_arrive)
+from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
+                       one_arrive_statement, range_obligation, ring_balance,
+                       trailing_before_arrive)
+from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
 from .decide import decide as _decide
 
 
@@ -81,7 +84,7 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
         prog.events = [e for e in prog.events if not isl.Set(
             f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
             f"{enc.dom(e, 'a')} }}").is_empty()]
-        obs = list(_obligations(prog, enc, deadline))
+        obs = list(_obligations(prog, enc, deadline, smem_reused_by_async(am)))
     except Unsupported as u:
         return SymbolicResult("unknown", u.reason, seconds=time.perf_counter() - t0,
                               srcinfo=u.srcinfo)
@@ -105,7 +108,7 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
     return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0)
 
 
-def _obligations(prog, enc: Encoder, deadline: float):
+def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
     b = Builder(enc)
     ms = max(100, int((deadline - time.perf_counter()) * 1000))
     by_var: dict[str, list[Event]] = {}
@@ -117,14 +120,15 @@ def _obligations(prog, enc: Encoder, deadline: float):
         decl = prog.vars[var]
         rank = len(decl.shape)
         mask = _mask(decl.mem)
-        kills = [a for a in accs if a.mode in ("write", "rw")]
+        # a lazy access (wgmma_zero) touches nothing: it neither supersedes nor is checked
+        kills = [a for a in accs if a.mode in ("write", "rw") and not a.quals[0].lazy]
         for A in accs:
             yield _bounds(A, decl, enc, ms)
             if time.perf_counter() > deadline:
                 raise Timeout
             for B in accs:
                 kind, need = _conflict_kind(A, B)
-                if kind is None:
+                if kind is None or B.quals[0].lazy:
                     continue
                 if A.kernel != B.kernel or A.kernel is None:
                     _cross_phase(A, B)
@@ -133,14 +137,15 @@ def _obligations(prog, enc: Encoder, deadline: float):
                 if ob is not None:
                     yield ob
             fr = frees.get(var)
-            if fr is not None and fr.kernel == A.kernel:
+            if fr is not None and fr.kernel == A.kernel and not A.quals[0].lazy:
                 ob = _pair(b, enc, A, fr, "free without sync", TEMPORAL_NEED, decl, rank, mask,
-                           kills, ms)
+                           kills, ms, var in async_reuse)
                 if ob is not None:
                     yield ob
     for w in b.awaits:
         yield arrive_progress(b, enc, w, ms)
         yield trailing_before_arrive(b, enc, w, ms)
+    yield from cluster_alternation(b, enc, ms)
     for name, decl in prog.vars.items():
         if decl.barrier and decl.mem.kind == "mbarrier":
             once = list(one_arrive_statement(b, enc, name, decl, ms))
@@ -187,17 +192,27 @@ def _cross_phase(A: Event, B: Event):
         raise Unsupported(f"{A.what} is not ordered by kernel boundaries", A.srcinfo)
 
 
-def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, ms):
+def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, ms,
+          async_reuse=False):
     t = time.perf_counter()
+    if B.kind == "free" and decl.mem.async_registers:
+        # every asynchronous access completes before the registers' end of life, superseded
+        # or not: no element dimensions and no supersession (stricter, and much smaller sets)
+        rank, kills = 0, []
     elem = [f"e{i}" for i in range(rank)]
     same = enc.same_prefix(A, "a", B, "b", decl.depth)
     if same == "1 = 0":
         return None
     if B.kind == "free":
-        E2 = frozenset(q.bit for q in (_q("c2"), _q("aret")))
-        conv2 = False
+        if decl.mem.async_registers:
+            # registers of an asynchronous instruction: its accesses complete before reuse
+            E2, conv2 = frozenset({_q("c1").bit}), True
+        elif async_reuse and is_generic(A):
+            E2, conv2 = frozenset({_q("aret").bit}), False
+        else:
+            E2, conv2 = frozenset(q.bit for q in (_q("c2"), _q("aret"))), False
         bbox = " and ".join(f"0 <= e{i} < {enc.ex(x, B, 'b')}" for i, x in
-                            enumerate(decl.shape)) or "1 = 1"
+                            enumerate(decl.shape) if i < rank) or "1 = 1"
     else:
         E2 = frozenset(q.bit for q in B.quals)
         conv2 = B.quals[0].convergent
@@ -224,9 +239,20 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         if conflict.is_empty():
             break
     if not conflict.is_empty():
-        for label, text in b.ordered(A, B, need, E2, conv2, rank, mask):
-            conflict = conflict.subtract(isl.Set(text))
-            ob.ordered.append((label, text))
+        # a generic-proxy A reaches the async proxy's quals only through its async view
+        E2n, E2a = split_quals(A, E2)
+        pats = []
+        if E2n:
+            pats.append(b.ordered(A, B, need, E2n, conv2, rank,
+                                  mask - ASYNC_BITS if is_generic(A) else mask))
+        if E2a:
+            pats.append(proxy_ordered(b, A, B, need, E2a, conv2, rank))
+        for gen in pats:
+            for label, text in gen:
+                conflict = conflict.subtract(isl.Set(text))
+                ob.ordered.append((label, text))
+                if conflict.is_empty():
+                    break
             if conflict.is_empty():
                 break
         conflict = conflict.coalesce()

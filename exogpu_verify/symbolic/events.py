@@ -78,6 +78,9 @@ class VarDecl:
     ring: tuple = ()
     kernel: int | None = None
     display: str = ""
+    #: the allocation statement's enclosing loops and guards (its lifetimes)
+    loops: tuple = ()
+    guards: tuple = ()
 
 
 @dataclass
@@ -170,12 +173,16 @@ def collect_events(am: A.AmProc, info) -> Program:
                     _check_affine(e, "allocation extent", s.srcinfo)
                 decls[s.name] = VarDecl(s.name, s.mem, shape, len(loops),
                                         barrier=isinstance(s.mem, BarrierMechanism),
-                                        ring=s.ring, kernel=kernel, display=s.display or s.name)
+                                        ring=s.ring, kernel=kernel, display=s.display or s.name,
+                                        loops=tuple(loops), guards=tuple(guards))
             elif t is A.AmFree:
                 d = decls.get(s.name)
-                if d is not None and not d.barrier and d.mem.is_shared and kernel is not None:
+                if d is not None and not d.barrier and kernel is not None and \
+                        (d.mem.is_shared or d.mem.async_registers):
+                    what = (f"free of {d.display} (end of its block)" if d.mem.is_shared
+                            else f"end of the registers of {d.display}")
                     ev.append(Event("free", uid(), mapping=mapping_of(s, kernel), var=s.name,
-                                    what=f"free of {d.display} (end of its block)", **base))
+                                    what=what, **base))
             elif t is A.AmAccess:
                 d = decls[s.name]
                 for w in s.box:

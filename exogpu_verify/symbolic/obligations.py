@@ -52,6 +52,14 @@ def _bits(qs) -> frozenset:
     return frozenset(q.bit for q in qs)
 
 
+def partial(e: Event) -> bool:
+    """A collective's access of a non-convergent qual (several threads, one instruction
+    call): each thread accessed an unknown part of the box, so only synchronization run by
+    all of them orders the whole access (the concrete machine's part records)."""
+    return (e.kind == "access" and not e.quals[0].convergent and e.mapping is not None
+            and e.mapping.num_threads > 1)
+
+
 def _mask(mem) -> frozenset:
     return frozenset(q.bit for q in mem.qual_mask())
 
@@ -160,16 +168,21 @@ class Builder:
         """Text of 'src instance is caught by this edge'; returns (text, existentials,
         holder event, holder prefix)."""
         enc = self.enc
+        def caught(p1):  # a thread of src runs it; every one, for a part access
+            if partial(src):
+                return enc.cover(s1, p1, src, ps, False)
+            return enc.share(src, ps, s1, p1)
+
         if kind == "fence":
             pf = f"{pre}f"
-            t = f"{enc.before(src, ps, s1, pf)} and {enc.share(src, ps, s1, pf)}"
+            t = f"{enc.before(src, ps, s1, pf)} and {caught(pf)}"
             return t, [(s1, pf)], s1, pf
         pr, pw = f"{pre}r", f"{pre}w"
         if trailing:
             tb = self.trailing_same(src, ps, s1, pr)
             t = f"{enc.before(src, ps, s1, pr)} and {tb} and {self.match(s1, pr, s2, pw)}"
         else:
-            t = (f"{enc.before(src, ps, s1, pr)} and {enc.share(src, ps, s1, pr)} and "
+            t = (f"{enc.before(src, ps, s1, pr)} and {caught(pr)} and "
                  f"{self.match(s1, pr, s2, pw)}")
         return t, [(s1, pr), (s2, pw)], s2, pw
 
@@ -194,8 +207,9 @@ class Builder:
         """isl texts of instance pairs (A, B) ordered by each pattern, cheapest first."""
         enc = self.enc
         q0 = A.quals[0].bit if A.kind == "access" else None
-        # P0: program order of the same threads
-        if A.in_order and q0 in E2:
+        # P0: program order of the same threads (not for a collective's part access: a
+        # thread of it may not have made the element's part)
+        if A.in_order and q0 in E2 and not partial(A):
             yield "program order", self.wrap(A, B, rank, enc.cover(A, "a", B, "b", conv2))
         start = frozenset({q0})
         first_edges = list(self.edges(A, start, mask, 0))
@@ -205,16 +219,20 @@ class Builder:
                     if any(t.name == w.targets[0].name for t in r.targets) and \
                             any(t.name == tb.name for tb in A.trailing for t in r.targets):
                         first_edges.append(("trailing", r, w, FULL, w.L2))
+        firsts = []
         for kind, s1, s2, lvl, L2 in first_edges:
             g = self.grants(lvl, L2, mask)
             t1, ex1, h1, ph1 = self.edge_text(A, "a", "fence" if kind == "fence" else "pair",
                                               s1, s2, "p", trailing=(kind == "trailing"))
+            firsts.append((kind, s1, lvl, g, t1, ex1, h1, ph1))
             if g[need] & E2:
                 body = (f"{t1} and {enc.before(h1, ph1, B, 'b')} and "
                         f"{enc.cover(h1, ph1, B, 'b', conv2)}")
                 yield f"{kind} at line {s1.srcinfo.line}", self.wrap(
                     A, B, rank, self.exists(ex1, body))
-            # P2: a second edge caught by what the first granted (issue/full quals)
+        # P2 after every P1 (cheaper patterns first): a second edge caught by what the first
+        # granted (issue/full quals)
+        for kind, s1, lvl, g, t1, ex1, h1, ph1 in firsts:
             if lvl != FULL:
                 continue
             caught = g["full"]

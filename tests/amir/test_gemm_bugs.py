@@ -61,6 +61,8 @@ EXPECTED = {
     "arrive_before_last_copy": ("barrier-usage", "issued after the last Arrive",
                                 "tma_load(256, 64, sB[k % 4, :, :],"),
     "non_split_two_tasks": ("sync", "WAW hazard", "tma_store(128, 32,"),
+    "proxy_fence_on_storer": ("sync", "RAW hazard", "tma_store(128, 32,"),
+    "missing_wgmma_fence": ("sync", "WAW hazard", "wgmma(D[wg, :, :, :, :, :],"),
 }
 
 
@@ -94,3 +96,13 @@ def test_bug_details(gk):
     r = verify(gk.make_gemm("non_split_two_tasks"), sizes={**SIZES, "S": 2}, mode="concrete")
     assert r.witness.second["iterators"]["s"] == 1 and r.witness.first["iterators"]["s"] == 0
     assert "task (s=1, m=0, n=0)" in r.witness.second["threads"]
+    # a proxy Fence on the storing warp does not make the consumers' stores visible to the
+    # async proxy: the hint asks for the Fence by the writers
+    r = verify(gk.make_gemm("proxy_fence_on_storer"), sizes=SIZES, mode="concrete")
+    assert "store_acc" in r.witness.first["what"] and "tma_store" in r.witness.second["what"]
+    assert "cuda_generic_and_async_proxy" in r.diagnostics[0].hint
+    # without wgmma.fence the first wgmma of a task reuses registers other code accessed
+    r = verify(gk.make_gemm("missing_wgmma_fence"), sizes=SIZES, mode="concrete")
+    assert "registers of D" in r.witness.first["what"]
+    assert "insert Fence(wgmma_fence_1, wgmma_fence_2) before the wgmma at line" in \
+        r.diagnostics[0].hint

@@ -239,7 +239,7 @@ def tma(N: size, A: f32[N] @ CudaGmemLinear, C: f32[N] @ CudaGmemLinear):
                 AWAIT
                 for t in cuda_threads(0, 64, unit=cuda_thread):
                     C[64 * k + t] = buf[t]
-                Fence(cuda_in_order, cuda_in_order)
+                Fence(cuda_in_order, cuda_generic_and_async_proxy)
 """
 
 
