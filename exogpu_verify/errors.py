@@ -1,7 +1,8 @@
 """Diagnostics: the one data type for everything exogpu tells a user.
 
 A ``Diagnostic`` is a user-facing finding with a kind (``syntax``, ``type``, ``scope``,
-``collective``, ``distributed-memory``, ``barrier-usage``, ``sync``), a message, a primary
+``collective``, ``distributed-memory``, ``barrier-usage``, ``sync``, ``bounds``,
+``instruction``, ``resource``), a message, a primary
 location, optional secondary locations and notes, and a hint that says how to fix it. One
 function, ``render``, turns it into text with the source line and a caret.
 
@@ -25,6 +26,9 @@ KINDS = (
     "distributed-memory",
     "barrier-usage",
     "sync",
+    "bounds",
+    "instruction",
+    "resource",
     "usage",
     "internal",
 )

@@ -8,7 +8,10 @@ errors, because later ones assume the earlier ones' guarantees:
 1. ``check_scopes`` (kind ``scope``)
 2. ``analyze_collectives`` (kind ``collective``)
 3. ``analyze_distributed_memory`` (kind ``distributed-memory``) and
-   ``check_barrier_usage`` (kind ``barrier-usage``), which are independent.
+   ``check_barrier_usage`` (kind ``barrier-usage``), which are independent;
+4. ``analyze_preconditions``: argument shapes (``type``), instruction preconditions
+   (``instruction``) and launch resources (``resource``) that are constant; the
+   size-dependent ones are returned as conditions for the checkers.
 """
 
 from __future__ import annotations
@@ -21,15 +24,17 @@ from .barriers import check_barrier_usage
 from .collective import analyze_collectives
 from .distributed import DistributedInfo, Sharding, ShardDim, analyze_distributed_memory
 from .mapping import CollectiveInfo, KernelInfo, StmtInfo, TaskLoop, ThreadMapping
+from .preconditions import PreconditionInfo, analyze_preconditions
 from .scope import check_scopes
 from .derive import ThreadIter, WarpRange
 from .tiling import Affine, Collective, TilingError
 from .walk import iter_stmts
 
 __all__ = [
-    "Affine", "Collective", "CollectiveInfo", "DistributedInfo", "KernelInfo", "ShardDim",
-    "Sharding", "StaticInfo", "StmtInfo", "TaskLoop", "ThreadIter", "ThreadMapping",
-    "TilingError", "WarpRange", "analyze", "analyze_collectives", "analyze_distributed_memory",
+    "Affine", "Collective", "CollectiveInfo", "DistributedInfo", "KernelInfo",
+    "PreconditionInfo", "ShardDim", "Sharding", "StaticInfo", "StmtInfo", "TaskLoop",
+    "ThreadIter", "ThreadMapping", "TilingError", "WarpRange", "analyze",
+    "analyze_collectives", "analyze_distributed_memory", "analyze_preconditions",
     "analyze_static", "check_barrier_usage", "check_scopes",
 ]
 
@@ -43,14 +48,32 @@ class StaticInfo:
     collectives: CollectiveInfo | None = None
     distributed: DistributedInfo | None = None
     stages: tuple[str, ...] = ()
+    preconditions: PreconditionInfo | None = None
 
     @property
     def ok(self) -> bool:
         return not self.diagnostics
 
 
+#: analyze() results by procedure identity (the IR is immutable, so an analysis of one
+#: object never changes); small, since verify runs the analyses several times per proc
+_CACHE: dict = {}
+_CACHE_SIZE = 64
+
+
 def analyze(p: N.Procedure) -> StaticInfo:
     """Run the static analyses on ``p`` alone (not its callees); see the module docstring."""
+    hit = _CACHE.get(id(p))
+    if hit is not None and hit[0] is p:
+        return hit[1]
+    info = _analyze(p)
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[id(p)] = (p, info)
+    return info
+
+
+def _analyze(p: N.Procedure) -> StaticInfo:
     if p.is_instr:
         return StaticInfo(p.name, ())
     d = check_scopes(p)
@@ -62,8 +85,11 @@ def analyze(p: N.Procedure) -> StaticInfo:
     di = analyze_distributed_memory(p, ci)
     bu = check_barrier_usage(p, ci, di)
     diags = tuple(sorted(di.diagnostics + bu, key=lambda x: (x.line or 0, x.kind)))
-    return StaticInfo(p.name, diags, ci, di,
-                      ("scope", "collective", "distributed-memory", "barrier-usage"))
+    stages = ("scope", "collective", "distributed-memory", "barrier-usage")
+    if diags:
+        return StaticInfo(p.name, diags, ci, di, stages)
+    pre = analyze_preconditions(p, ci, di)
+    return StaticInfo(p.name, pre.diagnostics, ci, di, stages + ("preconditions",), pre)
 
 
 def analyze_static(p: N.Procedure) -> list[Diagnostic]:

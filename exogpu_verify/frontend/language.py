@@ -65,8 +65,11 @@ def CudaWarpConfig(name: str, count: int, setmaxnreg_dec: int | None = None,
 
 
 def CudaDeviceFunction(blockDim: int | None = None, clusterDim: int = 1,
-                       warp_config=None, blocks_per_sm: int = 1) -> nodes.CudaDeviceFunction:
-    """Launch configuration: exactly one of ``blockDim`` or ``warp_config``."""
+                       warp_config=None, blocks_per_sm: int = 1,
+                       non_portable_cluster: bool = False) -> nodes.CudaDeviceFunction:
+    """Launch configuration: exactly one of ``blockDim`` or ``warp_config``. Whether it fits
+    the hardware (threads, cluster size, registers, shared memory) is a ``resource`` check
+    of ``verify``; ``non_portable_cluster=True`` opts in to clusters of up to 16 CTAs."""
     if (blockDim is None) == (warp_config is None):
         raise TypeError("CudaDeviceFunction needs exactly one of blockDim=... or warp_config=[...]")
     clusterDim = _pos_int(clusterDim, "clusterDim")
@@ -88,9 +91,10 @@ def CudaDeviceFunction(blockDim: int | None = None, clusterDim: int = 1,
         if blockDim % 32:
             raise TypeError(f"blockDim must be a multiple of 32, not {blockDim}")
         warp_config = ()
-    if blockDim > 1024:
-        raise TypeError(f"blockDim {blockDim} exceeds the CUDA limit of 1024 threads per CTA")
-    return nodes.CudaDeviceFunction(blockDim, clusterDim, warp_config, blocks_per_sm)
+    if not isinstance(non_portable_cluster, bool):
+        raise TypeError(f"non_portable_cluster must be True or False, not {non_portable_cluster!r}")
+    return nodes.CudaDeviceFunction(blockDim, clusterDim, warp_config, blocks_per_sm,
+                                    non_portable_cluster)
 
 
 def CudaWarps(lo: int | None = None, hi: int | None = None, *, name: str | None = None

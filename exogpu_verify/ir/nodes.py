@@ -278,6 +278,9 @@ class CudaDeviceFunction:
     clusterDim: int = 1
     warp_config: tuple[CudaWarpConfig, ...] = ()
     blocks_per_sm: int = 1
+    #: clusters of more than 8 CTAs (up to 16) need this explicit opt-in
+    #: (cudaFuncAttributeNonPortableClusterSizeAllowed)
+    non_portable_cluster: bool = False
 
     def __str__(self) -> str:
         parts = []
@@ -289,6 +292,8 @@ class CudaDeviceFunction:
             parts.append(f"clusterDim={self.clusterDim}")
         if self.blocks_per_sm != 1:
             parts.append(f"blocks_per_sm={self.blocks_per_sm}")
+        if self.non_portable_cluster:
+            parts.append("non_portable_cluster=True")
         return f"CudaDeviceFunction({', '.join(parts)})"
 
     def warp_range(self, name: str) -> tuple[int, int] | None:
@@ -384,6 +389,8 @@ class InstrInfo:
     atomic: tuple[str, ...] = ()
     #: the C++/PTX include or helper snippets codegen needs
     includes: tuple[str, ...] = ()
+    #: declared preconditions on the arguments (``exogpu_verify.platforms.checks``)
+    checks: tuple = ()
 
     def distributed_units(self, param: str) -> tuple[CollUnit, ...]:
         for k, v in self.distributed:
