@@ -74,9 +74,9 @@ class ConditionSet:
 
     at: dict = field(default_factory=dict)        # path -> list[Condition] (undecided)
     facts: list = field(default_factory=list)     # CheckedFact
-    failed: list = field(default_factory=list)    # Condition decided false
-
     positive: frozenset = frozenset()  # size parameters (at least 1)
+    #: called with each condition decided false (the analyses turn it into a diagnostic)
+    on_fail: object = None
 
     def add(self, path, c: Condition) -> None:
         v = decide(c.cond, self.positive)
@@ -85,8 +85,8 @@ class ConditionSet:
             return
         self.facts.append(CheckedFact(c.kind, c.fact or c.what, v,
                                       c.srcinfo.line if c.srcinfo else None))
-        if not v:
-            self.failed.append(c)
+        if not v and self.on_fail is not None:
+            self.on_fail(c)
 
 
 # ---------------------------------------------------------------- building expressions

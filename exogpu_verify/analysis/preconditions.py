@@ -64,7 +64,8 @@ def analyze_preconditions(p: N.Procedure, cinfo, dinfo) -> PreconditionInfo:
     shard = {s.path: s.n_distributed for s in dinfo.shardings} if dinfo is not None else {}
     kernels = [(k.path, k.config) for k in cinfo.kernels] if cinfo is not None else []
     strides = caller_known_strides(p)
-    cs = ConditionSet(positive=frozenset(p.size_params()))
+    cs = ConditionSet(positive=frozenset(p.size_params()),
+                      on_fail=lambda c: diags.append(_failed(c)))
     for path, s, scope in walk_views(p, shard, smem):
         if isinstance(s, N.Call):
             kernel = next((cfg for kp, cfg in kernels if path[:len(kp)] == kp), None)
@@ -77,13 +78,11 @@ def analyze_preconditions(p: N.Procedure, cinfo, dinfo) -> PreconditionInfo:
             v = window_stmt_view(s, scope)
             if v is not None:
                 tensor_map_conditions(path, s, v, cs, diags)
-    for c in cs.failed:
-        diags.append(_failed(c))
     if cinfo is not None:
         rd, rf = check_resources(p, cinfo, layouts)
         diags += rd
         cs.facts += rf
-    diags.sort(key=lambda d: (d.line or 0, d.kind))
+    diags.sort(key=lambda d: d.line or 0)  # stable: a statement's findings in check order
     return PreconditionInfo(MappingProxyType({k: tuple(v) for k, v in cs.at.items()}),
                             tuple(cs.facts), tuple(diags), tuple(layouts))
 

@@ -16,8 +16,8 @@ from analysis_helpers import ENV, marked_line
 from exogpu_verify import verify
 from exogpu_verify.frontend import parse_proc_source
 from exogpu_verify.ir.types import bf16, f32
-from exogpu_verify.platforms.sm90 import (Sm90_tma_load, Sm90_tma_multicast, Sm90_tma_store,
-                                          Sm90_wgmma_ss, Sm90_wgmma_zero)
+from exogpu_verify.platforms.sm90 import (Sm90_RmemMatrixD, Sm90_tma_load, Sm90_tma_multicast,
+                                          Sm90_tma_store, Sm90_wgmma_ss, Sm90_wgmma_zero)
 
 PRE_INSTRS = '''
 @instr(timeline=cuda_in_order_instr, unit=cuda_thread)
@@ -30,7 +30,7 @@ SM90 = {
     "tma_load": Sm90_tma_load(2, bf16), "tma_store": Sm90_tma_store(2, bf16),
     "tma_load_f32": Sm90_tma_load(2, f32), "tma_mc2": Sm90_tma_multicast(2, bf16, 2),
     "wgmma": Sm90_wgmma_ss(bf16, 64), "wgmma_mn_a": Sm90_wgmma_ss(bf16, 64, major_a="MN"),
-    "wgmma_zero": Sm90_wgmma_zero(64),
+    "wgmma_zero": Sm90_wgmma_zero(64), "Sm90_RmemMatrixD": Sm90_RmemMatrixD,
 }
 
 
@@ -61,7 +61,7 @@ def refuted_both(src: str, kind: str, sizes: dict | None, contains: str | None =
     if static is not None:
         assert (r.stages[-1] == "static") == static, r.stages
     if sizes is not None:
-        rc = verify(p, sizes=sizes)
+        rc = verify(p, sizes=sizes, mode="concrete")
         dc = _diag(rc)
         assert (dc.kind, dc.line) == (kind, line), str(dc)
     return d
@@ -72,7 +72,7 @@ def accepted_both(src: str, sizes: dict | None, **env):
     r = verify(p)
     assert r.verdict == "proven", (r.reason, [str(d) for d in r.diagnostics])
     if sizes is not None:
-        rc = verify(p, sizes=sizes)
+        rc = verify(p, sizes=sizes, mode="concrete")
         assert rc.verdict == "checked", (rc.reason, [str(d) for d in rc.diagnostics])
     return r
 
