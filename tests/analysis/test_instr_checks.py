@@ -244,3 +244,69 @@ def test_wgmma_operand_whose_last_dimension_is_not_contiguous():
     '''
     refuted_both(src, "instruction", {"M": 64}, "whose last dimension is contiguous, but the "
                  "window sA has stride 4 there", static=True)
+
+
+MULTICAST = '''
+@proc
+def k(T: size, A: bf16[T, 64, 64] @ CudaGmemLinear, C: bf16[T, 2, 64, 64] @ CudaGmemLinear):
+    tA = A[:, :, :] @ Sm90_tensorMap(128, 1, {box0}, 64)
+    with CudaDeviceFunction(blockDim=128, clusterDim={cl}):
+        for task in cuda_tasks(0, T):
+            B: bf16[2, 64, 64] @ Sm90_SmemSwizzled(128)
+            raw: barrier[2, 1 @ ring_buffer_by(1)] @ CudaMbarrier
+            for w in cuda_threads(0, 1, unit=2 * cuda_warp_in_cluster):
+                {mc}(64, 64, B[:, :, :], tA[task, :, :]) >> raw[:, 0]  # <-
+                for wc in cuda_threads(0, 2, unit=cuda_warp_in_cluster):
+                    Arrive(cuda_temporal) >> raw[:, 0]
+            for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                Await(raw[cta, 0], cuda_in_order, 0)
+                for r in cuda_threads(0, 64, unit=2 * cuda_thread):
+                    for c in cuda_threads(0, 2, unit=cuda_thread):
+                        for j in seq(0, 32):
+                            C[task, cta, r, c * 32 + j] = B[cta, r, c * 32 + j]
+            Fence(cuda_in_order, cuda_in_order)
+'''
+
+
+def multicast(box0=32, cl=2, mc="tma_mc2"):
+    return MULTICAST.format(box0=box0, cl=cl, mc=mc)
+
+
+def test_multicast_correct_twin_is_proven():
+    # each CTA loads half of the 64 rows (box 32 x 64) and multicasts it to both
+    accepted_both(multicast(), {"T": 2})
+
+
+def test_multicast_box_must_be_the_per_cta_slice():
+    # a box of the whole tile: each CTA would receive 2 x 8192 bytes for an expect_tx of 8192
+    d = refuted_both(multicast(box0=64), "instruction", {"T": 1}, "the box [1, 64, 64] differs "
+                     "from the tile this call copies, [1, (64) / 2, 64] (a multicast over 2 CTAs")
+    p = parse(multicast(box0=64))
+    from exogpu_verify.analysis import analyze
+
+    msgs = [x.message for x in analyze(p).diagnostics]
+    assert any("expects 8192 transaction bytes" in m and "receives 2 x 4096 x 2 = 16384" in m
+               for m in msgs), msgs
+
+
+def test_multicast_group_must_fit_the_cluster():
+    # a user instruction declaring a multicast to 2 CTAs 2 ranks apart (a group of 4 ranks)
+    # in a cluster of 2: the CTA mask would name CTAs outside the cluster
+    from exogpu_verify.frontend import parse_proc_source
+    from exogpu_verify.platforms.checks import TensorMapCopy
+    from exogpu_verify.platforms.sm90 import Sm90_tensorMapAny
+
+    user = parse_proc_source('''
+@instr(timeline=tma_to_smem_async_instr, unit=2 * cuda_warp_in_cluster, barrier=CudaMbarrier,
+       distributed={"dst": (cuda_cta_in_cluster,)},
+       checks=(TensorMapCopy("src", "dst", slices=2, cta_stride=2),))
+def my_multicast(n0: size, n1: size, dst: [bf16][2, n0, n1] @ Sm90_SmemSwizzled(128),
+                 src: [bf16][n0, n1] @ Sm90_tensorMapAny):
+    for c in seq(0, 2):
+        for i0 in seq(0, n0):
+            for i1 in seq(0, n1):
+                dst[c, i0, i1] = src[i0, i1]
+''', {"TensorMapCopy": TensorMapCopy, "Sm90_tensorMapAny": Sm90_tensorMapAny})
+    refuted_both(multicast(mc="my_multicast"), "instruction", None, "multicasts to 2 CTAs 2 "
+                 "apart (a group of 4 cluster ranks) but the cluster has 2 CTAs", static=True,
+                 my_multicast=user)
