@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from exogpu_verify.frontend.printer import print_proc
+from exogpu_verify.ir.printer import print_proc
 from exogpu_verify.ir.nodes import Procedure
 
 from .errors import usage

@@ -20,7 +20,7 @@ from .conditions import Condition, cmp, conj
 
 
 def _show(e) -> str:
-    from ..frontend.printer import expr_str
+    from ..ir.printer import expr_str
 
     return expr_str(e)
 

@@ -27,7 +27,7 @@ from .views import View
 
 def show(e) -> str:
     """Source text of an expression, its linear part collected (``8*h + 8 - 8*h``: ``8``)."""
-    from ..frontend.printer import expr_str
+    from ..ir.printer import expr_str
     from ..ir.linear import simplify
 
     if isinstance(e, N.WindowExpr):

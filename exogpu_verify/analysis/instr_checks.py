@@ -1,6 +1,6 @@
 """Declared instruction checks (``@instr(checks=...)``) as conditions at each call.
 
-The declarations are data in ``exogpu_verify.platforms.checks`` (with the hardware numbers
+The declarations are data in ``exogpu_verify.ir.checks`` (with the hardware numbers
 in ``platforms.limits``); this module says what each one requires of a call's arguments, for
 every size (``Condition``s, kind ``instruction``, ``resource`` for register counts):
 
@@ -29,7 +29,7 @@ from ..errors import Diagnostic
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from ..platforms import limits as HW
-from ..platforms.checks import Aligned, RegisterCount, TensorMapCopy, WgmmaOperand
+from ..ir.checks import Aligned, RegisterCount, TensorMapCopy, WgmmaOperand
 from .calls import binding, show
 from .conditions import C, Condition, ConditionSet, add, cmp, conj, mod, mul, subst
 from .views import View

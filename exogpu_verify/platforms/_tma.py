@@ -11,7 +11,7 @@ multiple of 8 rows). ``tma_store_{r}d_{T}(n0.., dst, src)``: window ``dst`` = SM
 ``tma_reduce_add_{r}d_{T}``: ``dst += src`` atomically (``tma_to_gmem_async_instr``;
 completion through ``Arrive(tma_to_gmem_async) >> cg`` on an ``Sm90_TmaCommitGroup``).
 
-Every member declares ``checks=(TensorMapCopy(...),)`` (``platforms.checks``): at each call
+Every member declares ``checks=(TensorMapCopy(...),)`` (``ir.checks``): at each call
 the checker requires the tensor map's box to be the copied tile (the per-CTA slice for a
 multicast), its swizzle and element type to be the SMEM tile's (``Sm90_SmemSwizzled(s)`` for
 ``Sm90_tensorMap(s, ...)``, ``CudaSmemLinear`` for 0), the SMEM tile to start 128-byte aligned
@@ -31,7 +31,7 @@ from ..ir.timelines import tma_to_gmem_async_instr, tma_to_smem_async_instr
 from ..ir.units import (cuda_cta_in_cluster, cuda_warp, cuda_warp_in_cluster,
                         cuda_warp_in_cluster_strided)
 from ._ptx import HELPERS_KEY, coords_of, size_arg
-from .checks import TensorMapCopy
+from ..ir.checks import TensorMapCopy
 
 #: the declared precondition of loads and stores (tensor map, SMEM tile)
 LOAD_CHECK = TensorMapCopy("src", "dst")

@@ -42,7 +42,7 @@ from ..ir.timelines import wgmma_async_instr, wgmma_zero_instr
 from ..ir.types import f32
 from ..ir.units import cuda_thread, cuda_warp, cuda_warpgroup
 from ._ptx import HELPERS_KEY, MMA_TYPE, renamed
-from .checks import WgmmaOperand
+from ..ir.checks import WgmmaOperand
 
 
 def _operands(swa: int | None, swb: int, mn_a: bool = False, mn_b: bool = False) -> tuple:

@@ -24,7 +24,7 @@ from ..ir.memories import DRAM, CudaGmemLinear, CudaRmem
 from ..ir.timelines import cpu_cuda_stream_instr, cuda_in_order_instr
 from ..ir.units import cuda_thread, cuda_warp, cuda_warpgroup
 from ._ptx import CPP_TYPE, MEMCPY_TYPES, renamed
-from .checks import RegisterCount
+from ..ir.checks import RegisterCount
 
 __all__: list[str] = []
 

@@ -14,7 +14,7 @@ import textwrap
 from analysis_helpers import ENV, marked_line
 
 from exogpu_verify import verify
-from exogpu_verify.frontend import parse_proc_source
+from exogpu_verify import parse_proc_source
 from exogpu_verify.ir.types import bf16, f32
 from exogpu_verify.platforms.sm90 import (Sm90_RmemMatrixD, Sm90_tma_load, Sm90_tma_multicast,
                                           Sm90_tma_store, Sm90_wgmma_ss, Sm90_wgmma_zero)

@@ -126,7 +126,7 @@ def k(N: size, A: f32[N] @ DRAM):
 
 
 def test_proc_call_argument_window_out_of_bounds_is_refuted():
-    from exogpu_verify.frontend import parse_proc_source
+    from exogpu_verify import parse_proc_source
 
     fill = parse_proc_source(PROC_ARG.split("@proc\ndef k")[0])
     src = "@proc\ndef k" + PROC_ARG.split("@proc\ndef k")[1]
@@ -150,7 +150,7 @@ def poke(n: size, x: [f32][n] @ DRAM):
 
 
 def test_callee_access_beyond_its_parameter_is_refuted_at_the_callee_line():
-    from exogpu_verify.frontend import parse_proc_source
+    from exogpu_verify import parse_proc_source
 
     poke = parse_proc_source(POKE, file="<poke>")
     r = verify(parse(CALLEE_ACCESS, poke=poke), sizes={}, mode="concrete")

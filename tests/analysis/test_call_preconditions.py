@@ -165,7 +165,7 @@ def copy_x4(n: size, dst: [f32][n] @ CudaGmemLinear, src: [f32][n] @ CudaGmemLin
 
 
 def _env():
-    from exogpu_verify.frontend import parse_proc_source
+    from exogpu_verify import parse_proc_source
 
     return {"copy_x4": parse_proc_source(ASSERTING)}
 

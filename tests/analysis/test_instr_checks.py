@@ -292,8 +292,8 @@ def test_multicast_box_must_be_the_per_cta_slice():
 def test_multicast_group_must_fit_the_cluster():
     # a user instruction declaring a multicast to 2 CTAs 2 ranks apart (a group of 4 ranks)
     # in a cluster of 2: the CTA mask would name CTAs outside the cluster
-    from exogpu_verify.frontend import parse_proc_source
-    from exogpu_verify.platforms.checks import TensorMapCopy
+    from exogpu_verify import parse_proc_source
+    from exogpu_verify.ir.checks import TensorMapCopy
     from exogpu_verify.platforms.sm90 import Sm90_tensorMapAny
 
     user = parse_proc_source('''

@@ -1,8 +1,11 @@
-"""Declared instruction preconditions: hardware facts an instruction states about its arguments.
+"""Declared instruction preconditions: what an instruction requires of its arguments.
 
 An ``@instr(..., checks=(...))`` lists these beside the instruction's own ``assert``s (which
 are preconditions too: every ``assert`` of an instruction, ``stride()`` asserts included, is
-checked at each call). The checker (``exogpu_verify.analysis.instr_checks``) turns each into
+checked at each call). They are part of the instruction's definition (``InstrInfo.checks``),
+so they live with the IR; the platform libraries declare them (``platforms/_tma.py``,
+``_wgmma.py``, ``cuda.py``) and the hardware numbers they are checked against are in
+``platforms/limits.py``. The checker (``exogpu_verify.analysis.instr_checks``) turns each into
 conditions on the call's arguments (kind ``instruction`` or ``resource``), for all sizes;
 codegen reads the same objects (the mbarrier transaction count of a TMA load comes from
 ``TensorMapCopy.expect_tx_bytes``), so the checked fact and the generated code agree.
