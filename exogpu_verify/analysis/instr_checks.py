@@ -15,6 +15,8 @@ every size (``Condition``s, kind ``instruction``, ``resource`` for register coun
   aligned and where base offset 0 puts it (first row of a swizzle atom with the K slice in
   that row for K-major; an atom boundary for MN-major).
 * ``RegisterCount``: a constant in [24, 256], a multiple of 8.
+* ``Aligned``: the shared-memory argument (and its rows) starts on the instruction's
+  alignment (``cp.async`` of ``n`` elements: ``n * size``; ``ldmatrix``: 16-byte rows).
 
 ``tensor_map_conditions`` checks the encoding of a tensor map where it is made
 (``cuTensorMapEncodeTiled``): box extents in [1, 256], the inner box a multiple of 16 bytes
@@ -23,7 +25,7 @@ and (swizzled) at most the swizzle span, global strides multiples of 16 bytes.
 
 from __future__ import annotations
 
-from math import prod
+from math import gcd, prod
 
 from ..errors import Diagnostic
 from ..ir import nodes as N
@@ -31,7 +33,7 @@ from ..ir.affine import const_value
 from ..platforms import limits as HW
 from ..ir.checks import Aligned, RegisterCount, TensorMapCopy, WgmmaOperand
 from .calls import binding, show
-from .conditions import C, Condition, ConditionSet, add, cmp, conj, mod, mul, subst
+from .conditions import C, CheckedFact, Condition, ConditionSet, add, cmp, conj, mod, mul, subst
 from .views import View
 
 
@@ -113,7 +115,7 @@ def _tma(path, s: N.Call, chk: TensorMapCopy, views: dict, kernel, cs, diags) ->
         "instruction", conj(*conds),
         f"{where}: the box {list(tm.box)} differs from the tile this call copies, "
         f"[{', '.join(per_cta)}]{slice_txt}; the hardware copies the box",
-        s.srcinfo, hint=f"encode the map with the box of the copied tile",
+        s.srcinfo, hint="encode the map with the box of the copied tile",
         shows=tuple((f"tile extent {d}", e) for d, e in enumerate(tile)),
         fact=f"box of tensor map '{tm.name}' == tile of {name}()"))
     esize = tv.scalar.nbytes
@@ -174,8 +176,6 @@ def _product(es):
 
 
 def _fact(name, ok, s):
-    from .conditions import CheckedFact
-
     return CheckedFact("instruction", name, ok, s.srcinfo.line if s.srcinfo else None)
 
 
@@ -241,16 +241,26 @@ def _aligned(path, s: N.Call, chk: Aligned, views: dict, cs) -> None:
         return
     addr = smem_address(v)
     if addr is None:
-        return  # global memory: the allocation is aligned; offsets are checked where affine
+        return  # not shared memory (see the docstring of ``Aligned``)
     name = s.callee.name
-    conds = [cmp("==", mod(addr, chk.bytes), 0)]
+    nbytes = chk.bytes
+    if chk.elems is not None:
+        n = const_value(binding(s).get(chk.elems, C(0)))
+        if n is None:
+            return  # a non-constant count: the instruction's own asserts reject it
+        nbytes = n * v.scalar.nbytes
+    if nbytes <= 0:
+        return
+    conds = [cmp("==", mod(addr, nbytes), 0)]
     if chk.rows and v.strides and v.strides[0] is not None:
-        conds.append(cmp("==", mod(mul(v.strides[0], v.scalar.nbytes), chk.bytes), 0))
+        conds.append(cmp("==", mod(mul(v.strides[0], v.scalar.nbytes), nbytes), 0))
+    rows = " and every row" if chk.rows else ""
     cs.add(path, Condition(
         "instruction", conj(*conds),
-        f"argument '{chk.param}' of {name}() must start{' every row' if chk.rows else ''} "
-        f"{chk.bytes}-byte aligned; its address in the static SMEM layout is {show(addr)}",
-        s.srcinfo, shows=(("address", addr),), fact=f"alignment of '{chk.param}' of {name}()"))
+        f"argument '{chk.param}' of {name}() must start{rows} {nbytes}-byte aligned; its "
+        f"address in the static SMEM layout is {show(addr)}", s.srcinfo,
+        hint="start the window (and its rows) on a multiple of the alignment",
+        shows=(("address", addr),), fact=f"alignment of '{chk.param}' of {name}()"))
 
 
 def tensor_map_conditions(path, s: N.WindowStmt, v: View, cs: ConditionSet, diags) -> None:
@@ -290,14 +300,8 @@ def tensor_map_conditions(path, s: N.WindowStmt, v: View, cs: ConditionSet, diag
             f"{len(strides) - 2} is {show(st)} bytes, which must be a multiple of "
             f"{HW.TMA_GLOBAL_STRIDE_ALIGN} (cuTensorMapEncodeTiled)", s.srcinfo,
             hint=f"assert that {show(v.base.shape[-1])} is a multiple of "
-                 f"{HW.TMA_GLOBAL_STRIDE_ALIGN // _gcd(esize, 16)}",
+                 f"{HW.TMA_GLOBAL_STRIDE_ALIGN // gcd(esize, HW.TMA_GLOBAL_STRIDE_ALIGN)}",
             shows=(("stride bytes", st),), fact=f"global strides of '{tm.name}'"))
-
-
-def _gcd(a, b):
-    from math import gcd
-
-    return gcd(a, b)
 
 
 __all__ = ["declared_conditions", "smem_address", "smem_swizzle", "tensor_map_conditions"]

@@ -73,13 +73,15 @@ class RegisterCount:
 
 @dataclass(frozen=True, slots=True)
 class Aligned:
-    """The start address of argument ``param`` is a multiple of ``bytes`` (e.g. ``cp.async``
-    of 16 bytes, ``ldmatrix`` rows); with ``rows=True`` also every row start (the leading
-    stride in bytes is a multiple of ``bytes``)."""
+    """The start address of the shared-memory argument ``param`` is a multiple of ``bytes``,
+    or of the bytes of ``elems`` elements when ``elems`` names a size parameter (``cp.async``
+    of ``n`` elements); with ``rows=True`` also every row start (the leading stride in bytes
+    is a multiple of it: ``ldmatrix`` reads 16-byte rows)."""
 
     param: str
-    bytes: int
+    bytes: int = 0
     rows: bool = False
+    elems: str | None = None
 
 
 CHECK_TYPES = (TensorMapCopy, WgmmaOperand, RegisterCount, Aligned)

@@ -310,3 +310,31 @@ def my_multicast(n0: size, n1: size, dst: [bf16][2, n0, n1] @ Sm90_SmemSwizzled(
     refuted_both(multicast(mc="my_multicast"), "instruction", None, "multicasts to 2 CTAs 2 "
                  "apart (a group of 4 cluster ranks) but the cluster has 2 CTAs", static=True,
                  my_multicast=user)
+
+
+CP_ASYNC = '''
+@proc
+def k(A: f32[32, 4] @ CudaGmemLinear, C: f32[32, 4] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=32):
+        for task in cuda_tasks(0, 1):
+            sm: f32[32, {cols}] @ CudaSmemLinear
+            cg: barrier[32] @ Sm80_CommitGroup
+            for t in cuda_threads(0, 32, unit=cuda_thread):
+                cp_async(4, sm[t, 0:4], A[t, :])  # <-
+                Arrive(Sm80_cp_async) >> cg[t]
+                Await(cg[t], cuda_in_order, 0)
+                for j in seq(0, 4):
+                    C[t, j] = sm[t, j]
+            Fence(cuda_in_order, cuda_in_order)
+'''
+
+
+def test_cp_async_smem_destination_aligned_to_the_copy():
+    from exogpu_verify.platforms.sm80 import Sm80_cp_async_f32 as cp_async
+
+    accepted_both(CP_ASYNC.format(cols=4), {}, cp_async=cp_async)
+    # rows of 5 floats: thread 1 copies 16 bytes to byte 20
+    d = refuted_both(CP_ASYNC.format(cols=5), "instruction", {}, "argument 'dst' of "
+                     "Sm80_cp_async_f32() must start 16-byte aligned", static=False,
+                     cp_async=cp_async)
+    assert "t=1" in d.message
