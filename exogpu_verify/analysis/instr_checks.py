@@ -116,7 +116,8 @@ def _tma(path, s: N.Call, chk: TensorMapCopy, views: dict, kernel, cs, diags) ->
         f"{where}: the box {list(tm.box)} differs from the tile this call copies, "
         f"[{', '.join(per_cta)}]{slice_txt}; the hardware copies the box",
         s.srcinfo, hint="encode the map with the box of the copied tile",
-        shows=tuple((f"tile extent {d}", e) for d, e in enumerate(tile)),
+        shows=tuple((f"tile extent {d}", e) for d, e in enumerate(tile)
+                    if const_value(e) is None),
         fact=f"box of tensor map '{tm.name}' == tile of {name}()"))
     esize = tv.scalar.nbytes
     info = s.callee.instr
