@@ -24,7 +24,6 @@ from pathlib import Path
 from exogpu_verify import *  # noqa: F403
 from exogpu_verify.platforms.sm90 import *  # noqa: F403
 
-from gemm_kernels import store_acc  # noqa: E402  (bench/ is on the path of its users)
 
 #: bug -> (what is changed, expected diagnostic kind, marker of the line it is reported at)
 BUGS = {
@@ -66,6 +65,7 @@ tma_store = Sm90_tma_store(2, f32)
 wgmma_k = Sm90_wgmma_ss(bf16, 256)
 wgmma_mn_a = Sm90_wgmma_ss(bf16, 256, major_a="MN")
 wgmma_zero = Sm90_wgmma_zero(256)
+store_acc = Sm90_store_acc(f32)
 
 
 def make_gemm_pre(bug: str = "none", cluster: int = 1, non_portable: bool = False):
@@ -158,8 +158,9 @@ def make_gemm_pre(bug: str = "none", cluster: int = 1, non_portable: bool = Fals
                             for cta in cuda_threads(0, CL, unit=cuda_cta_in_cluster):
                                 with CudaWarps(name="consumer"):
                                     for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
-                                        store_acc(C_smem[cta, :, wg * 64:wg * 64 + 64, :],
-                                                  D[cta, wg, :, :, :, :, :])
+                                        for j in seq(0, 8):
+                                            store_acc(C_smem[cta, j, wg * 64:wg * 64 + 64, :],
+                                                      D[cta, wg, :, :, j * 4:j * 4 + 4, :, :])
                                 Fence(cuda_in_order, cuda_generic_and_async_proxy)
                                 with CudaWarps(0, 1, name="producer"):
                                     for j in seq(0, 8):

@@ -7,8 +7,9 @@ errors, because later ones assume the earlier ones' guarantees:
 
 1. ``check_scopes`` (kind ``scope``)
 2. ``analyze_collectives`` (kind ``collective``)
-3. ``analyze_distributed_memory`` (kind ``distributed-memory``) and
-   ``check_barrier_usage`` (kind ``barrier-usage``), which are independent;
+3. ``analyze_distributed_memory`` (kind ``distributed-memory``),
+   ``check_barrier_usage`` (kind ``barrier-usage``) and ``allocate_named_barriers`` (ids of
+   sub-CTA Fences, kind ``resource``), which are independent;
 4. ``analyze_preconditions``: argument shapes (``type``), instruction preconditions
    (``instruction``) and launch resources (``resource``) that are constant; the
    size-dependent ones are returned as conditions for the checkers.
@@ -24,6 +25,7 @@ from .barriers import check_barrier_usage
 from .collective import analyze_collectives
 from .distributed import DistributedInfo, Sharding, ShardDim, analyze_distributed_memory
 from .mapping import CollectiveInfo, KernelInfo, StmtInfo, TaskLoop, ThreadMapping
+from .named_barriers import NamedBarrierInfo, allocate_named_barriers
 from .preconditions import PreconditionInfo, analyze_preconditions
 from .scope import check_scopes
 from .derive import ThreadIter, WarpRange
@@ -32,8 +34,8 @@ from .walk import iter_stmts
 
 __all__ = [
     "Affine", "Collective", "CollectiveInfo", "DistributedInfo", "KernelInfo",
-    "PreconditionInfo", "ShardDim", "Sharding", "StaticInfo", "StmtInfo", "TaskLoop",
-    "ThreadIter", "ThreadMapping", "TilingError", "WarpRange", "analyze",
+    "NamedBarrierInfo", "PreconditionInfo", "ShardDim", "Sharding", "StaticInfo", "StmtInfo",
+    "TaskLoop", "ThreadIter", "ThreadMapping", "TilingError", "WarpRange", "analyze",
     "analyze_collectives", "analyze_distributed_memory", "analyze_preconditions",
     "analyze_static", "check_barrier_usage", "check_scopes",
 ]
@@ -48,6 +50,7 @@ class StaticInfo:
     collectives: CollectiveInfo | None = None
     distributed: DistributedInfo | None = None
     stages: tuple[str, ...] = ()
+    named_barriers: NamedBarrierInfo | None = None
     preconditions: PreconditionInfo | None = None
 
     @property
@@ -84,12 +87,14 @@ def _analyze(p: N.Procedure) -> StaticInfo:
         return StaticInfo(p.name, ci.diagnostics, ci, stages=("scope", "collective"))
     di = analyze_distributed_memory(p, ci)
     bu = check_barrier_usage(p, ci, di)
-    diags = tuple(sorted(di.diagnostics + bu, key=lambda x: (x.line or 0, x.kind)))
+    nb = allocate_named_barriers(p, ci)
+    diags = tuple(sorted(di.diagnostics + bu + nb.diagnostics,
+                         key=lambda x: (x.line or 0, x.kind)))
     stages = ("scope", "collective", "distributed-memory", "barrier-usage")
     if diags:
-        return StaticInfo(p.name, diags, ci, di, stages)
-    pre = analyze_preconditions(p, ci, di)
-    return StaticInfo(p.name, pre.diagnostics, ci, di, stages + ("preconditions",), pre)
+        return StaticInfo(p.name, diags, ci, di, stages, nb)
+    pre = analyze_preconditions(p, ci, di, nb)
+    return StaticInfo(p.name, pre.diagnostics, ci, di, stages + ("preconditions",), nb, pre)
 
 
 def analyze_static(p: N.Procedure) -> list[Diagnostic]:

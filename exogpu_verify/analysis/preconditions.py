@@ -47,8 +47,9 @@ class PreconditionInfo:
 EMPTY = PreconditionInfo(MappingProxyType({}), (), ())
 
 
-def analyze_preconditions(p: N.Procedure, cinfo, dinfo) -> PreconditionInfo:
-    """Call, tensor-map and launch preconditions of ``p``; see the module docstring."""
+def analyze_preconditions(p: N.Procedure, cinfo, dinfo, named=None) -> PreconditionInfo:
+    """Call, tensor-map and launch preconditions of ``p``; see the module docstring.
+    ``named``: the named-barrier allocation (``named_barriers``), recorded as a fact."""
     if p.is_instr:
         return EMPTY
     diags: list[Diagnostic] = []
@@ -79,7 +80,7 @@ def analyze_preconditions(p: N.Procedure, cinfo, dinfo) -> PreconditionInfo:
             if v is not None:
                 tensor_map_conditions(path, s, v, cs, diags)
     if cinfo is not None:
-        rd, rf = check_resources(p, cinfo, layouts)
+        rd, rf = check_resources(p, cinfo, layouts, named)
         diags += rd
         cs.facts += rf
     diags.sort(key=lambda d: d.line or 0)  # stable: a statement's findings in check order

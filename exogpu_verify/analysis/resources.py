@@ -15,8 +15,9 @@ from ``exogpu_verify.platforms.limits``, Hopper by default):
   the changes fit the pool (``setmaxnreg.inc`` blocks until the pool has the registers: a
   kernel asking for more than the pool hangs);
 * named barriers: every ``Fence`` run by a set of whole warps smaller than the CTA is a
-  named barrier (``bar.sync id, n``); with the CTA barrier (id 0), the distinct thread sets
-  need at most 16 ids.
+  named barrier (``bar.sync id, n``); ``named_barriers.allocate_named_barriers`` gives each
+  distinct warp set an id and reports a kernel needing more than the 15 beyond the CTA
+  barrier (kind ``resource``); here the count is recorded as a fact.
 
 Each fact is returned as a ``CheckedFact`` (for certificates) and each violation as a
 located diagnostic. It assumes the collective analysis succeeded.
@@ -24,17 +25,14 @@ located diagnostic. It assumes the collective analysis succeeded.
 
 from __future__ import annotations
 
-from itertools import product
-
 from ..errors import Diagnostic
 from ..ir import nodes as N
-from ..ir.timelines import wgmma_fence_1
 from ..platforms import limits as HW
 from .conditions import CheckedFact
 from .mapping import CollectiveInfo
 
 
-def check_resources(p: N.Procedure, cinfo: CollectiveInfo, layouts: list,
+def check_resources(p: N.Procedure, cinfo: CollectiveInfo, layouts: list, named=None,
                     arch: str = HW.DEFAULT_ARCH) -> tuple[list[Diagnostic], list[CheckedFact]]:
     """Resource facts and violations of every kernel of ``p``; see the module docstring."""
     lim = HW.LIMITS[arch]
@@ -85,7 +83,11 @@ def check_resources(p: N.Procedure, cinfo: CollectiveInfo, layouts: list,
                      f"{lim.smem_reserved_per_cta} reserved per CTA); an SM has "
                      f"{lim.smem_per_sm}", "lower blocks_per_sm")
         _registers(cfg, lim, fact)
-        _named_barriers(cinfo, k, lim, fact, si)
+    if named is not None and not named.diagnostics:
+        n = named.ids_used + 1
+        facts.append(CheckedFact("resource", f"hardware barriers per CTA {n} (named and id 0) "
+                                 f"<= {lim.named_barriers}", n <= lim.named_barriers,
+                                 p.srcinfo.line if p.srcinfo else None))
     return diags, facts
 
 
@@ -151,34 +153,6 @@ def _budget(cfg, g, R) -> str:
     w0, w1 = cfg.warp_range(g.name)
     v = g.setmaxnreg_dec if g.setmaxnreg_dec is not None else g.setmaxnreg_inc
     return f"{g.name}: {(w1 - w0) * 32} x {R if v is None else v}"
-
-
-def _named_barriers(cinfo: CollectiveInfo, k, lim: HW.Limits, fact, si) -> None:
-    B = k.config.blockDim
-    sets: dict = {}
-    for s in cinfo.stmts:
-        st = s.stmt
-        if not isinstance(st, N.Fence) or st.L1 == wgmma_fence_1 or s.mapping is None:
-            continue
-        if not (s.path[:len(k.path)] == k.path and len(s.path) > len(k.path)):
-            continue
-        m = s.mapping
-        if m.num_threads % 32 or not 32 < m.num_threads < B:
-            continue
-        iters = m.thread_iters
-        for vals in product(*(range(t.count) for t in iters)):
-            env = {t.name: v for t, v in zip(iters, vals)}
-            tids = set(m.threads(env))
-            if not tids or len({t // B for t in tids}) != 1:
-                continue  # spans CTAs: not a CTA's named barrier
-            key = frozenset(t % B for t in tids)
-            sets.setdefault(key, st)
-    n = len(sets) + 1
-    where = next(iter(sets.values())).srcinfo if sets else si
-    fact(f"named barriers {n} (with id 0) <= {lim.named_barriers}", n <= lim.named_barriers,
-         f"the kernel needs {n} hardware barriers per CTA (the CTA barrier and {n - 1} "
-         f"distinct sets of warps that Fence together); a CTA has {lim.named_barriers}",
-         "merge Fences of different warp sets, or use mbarriers", where)
 
 
 __all__ = ["check_resources"]

@@ -143,35 +143,15 @@ def k(A: f32[1024] @ CudaGmemLinear):
 '''
 
 
-def _named(src):
-    from exogpu_verify.analysis import analyze_collectives
-    from exogpu_verify.analysis.resources import check_resources
-
-    p = parse(src)
-    # the thread mappings exist even while the collective analysis still rejects Fences by
-    # warp subsets (named barriers are being added to it and to codegen)
-    return check_resources(p, analyze_collectives(p), [])
-
-
-def test_named_barriers_are_counted_per_distinct_warp_set():
+def test_named_barriers_within_16_per_cta():
     # 16 pairs of warps fencing separately: 16 named barriers plus the CTA barrier (id 0)
-    diags, facts = _named(NAMED.format(n=16, unit="2 * cuda_warp"))
-    [d] = diags
-    assert (d.kind, d.line) == ("resource", 7)
-    assert "needs 17 hardware barriers per CTA" in d.message
-    diags, facts = _named(NAMED.format(n=8, unit="4 * cuda_warp"))
-    assert diags == [] and any("named barriers 9" in f.fact for f in facts)
-    # single warps synchronize with __syncwarp: no named barrier
-    diags, facts = _named(NAMED.format(n=32, unit="cuda_warp"))
-    assert diags == [] and any("named barriers 1" in f.fact for f in facts)
-
-
-@pytest.mark.xfail(strict=True, reason="the collective analysis does not accept Fences by "
-                   "warp subsets yet (named barriers: helper lib); remove this mark then")
-def test_named_barriers_end_to_end():
     refuted_both(NAMED.format(n=16, unit="2 * cuda_warp"), "resource", None,
-                 "needs 17 hardware barriers per CTA")
-    accepted_both(NAMED.format(n=8, unit="4 * cuda_warp"), {})
+                 "needs a named barrier beyond the hardware's 15")
+    r = accepted_both(NAMED.format(n=8, unit="4 * cuda_warp"), {})
+    assert any("hardware barriers per CTA 9" in f.fact for f in r.extra["facts"])
+    # single warps synchronize with __syncwarp: no named barrier
+    r = accepted_both(NAMED.format(n=32, unit="cuda_warp"), {})
+    assert any("hardware barriers per CTA 1" in f.fact for f in r.extra["facts"])
 
 
 def test_smem_layout_is_the_one_codegen_emits():
