@@ -287,6 +287,9 @@ def launch_function(p: N.Procedure, kc: KernelCode) -> str:
     L(f"exo_cfg.blockDim = dim3({kc.block_dim}, 1, 1);")
     L(f"exo_cfg.dynamicSmemBytes = {kc.smem_bytes};")
     L("exo_cfg.stream = exo_cudaStream;")
+    if kc.cluster_dim > 8:  # verified only with CudaDeviceFunction(non_portable_cluster=True)
+        L(f"EXO_TRY(cudaFuncSetAttribute({kc.name}, "
+          "cudaFuncAttributeNonPortableClusterSizeAllowed, 1));")
     if kc.cluster_dim > 1:
         L("cudaLaunchAttribute exo_attr[1];")
         L("exo_attr[0].id = cudaLaunchAttributeClusterDimension;")

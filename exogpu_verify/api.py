@@ -101,7 +101,7 @@ def _symbolic(p, sizes, mode, timeout_s, stages, t0):
         return Report(p.name, "proven", (), f"{len(res.obligations)} obligations discharged "
                       "for all sizes (isl + Z3)", None, stages=tuple(stages),
                       seconds=time.perf_counter() - t0,
-                      extra={"obligations": res.obligations})
+                      extra={"obligations": res.obligations, "facts": res.facts})
     if res.verdict == "refuted":
         # replay the smallest failing sizes concretely: a witness, or an honest 'unknown'
         stages.append("replay")

@@ -16,6 +16,9 @@ import dataclasses
 from ..ir import nodes as N
 from ..ir.memories import Memory
 from ..ir.timelines import cpu_in_order_instr, cuda_in_order_instr
+from ..analysis.bounds import index_bounds
+from ..analysis.conditions import decide
+from ..ir.affine import const_value
 from ..ir.types import ScalarType, index
 from . import nodes as A
 
@@ -51,14 +54,18 @@ def rename_expr(e, ren: dict):
 class _Scope:
     """Bindings while converting one (possibly inlined) procedure body."""
 
-    def __init__(self, ctrl: dict, data: dict, barriers: dict, prefix: str):
+    def __init__(self, ctrl: dict, data: dict, barriers: dict, prefix: str, pre=None,
+                 windows: frozenset = frozenset()):
         self.ctrl = ctrl          # name -> Expr
         self.data = data          # name -> (base, template)
         self.barriers = barriers  # name -> base name
         self.prefix = prefix
+        self.pre = pre            # PreconditionInfo of the procedure being converted
+        self.windows = windows    # names bound to windows (window statements, inlined params)
 
     def child(self):
-        return _Scope(dict(self.ctrl), dict(self.data), dict(self.barriers), self.prefix)
+        return _Scope(dict(self.ctrl), dict(self.data), dict(self.barriers), self.prefix,
+                      self.pre, self.windows)
 
     def fresh(self, name: str) -> str:
         return f"{self.prefix}{name}" if self.prefix else name
@@ -71,6 +78,8 @@ class _Converter:
         self.inline_count = 0
         self.in_cuda = False
         self.alloc_names: set[str] = set()
+        self.shapes: dict = {}  # base name -> its shape (AMIR terms)
+        self.positive = frozenset(p.size_params())
 
     def unique(self, name: str) -> str:
         """Allocation names unique in the whole AMIR: sibling blocks may reuse a source name
@@ -109,34 +118,74 @@ class _Converter:
     def tl(self):
         return cuda_in_order_instr if self.in_cuda else cpu_in_order_instr
 
-    def reads_of(self, e, sc: _Scope, out: list, src):
+    def extents(self, sc: _Scope, name: str) -> list:
+        """Extents of the interval dimensions of what ``name`` denotes (in AMIR terms)."""
+        _, tmpl = sc.data[name]
+        return [_sub(t[2], t[1]) for t in tmpl if t[0] == "iv"]
+
+    def needs_bounds(self, sc: _Scope, name: str) -> bool:
+        """The access box (checked against the base) does not already bound this access:
+        the name is a window narrower than its base, or its memory is sync-exempt."""
+        base, tmpl = sc.data[name]
+        if self.exempt(base):
+            return True
+        if name not in sc.windows:
+            return False
+        shape = self.shapes.get(base)
+        return shape is None or len(shape) != len(tmpl) or not all(
+            t[0] == "iv" and const_value(t[1]) == 0 and t[2] == e for t, e in zip(tmpl, shape))
+
+    def bounds(self, sc: _Scope, name: str, idx, si, what: str) -> list:
+        ren = [_ren_w(w, sc.ctrl) for w in idx]
+        return index_bounds(name, ren, self.extents(sc, name), si, what, show_idx=list(idx))
+
+    def reads_of(self, e, sc: _Scope, out: list, src, checks: list | None = None):
         if isinstance(e, N.Read) and isinstance(e.type, ScalarType):
+            if checks is not None and self.needs_bounds(sc, e.name):
+                checks += self.bounds(sc, e.name, e.idx, e.srcinfo or src, f"read of {e.name}")
             base, box = self.base_box(sc, e.name, e.idx)
             if not self.exempt(base):
                 out.append(A.AmAccess(base, box, "read", self.tl(), (), e.srcinfo or src,
                                       what=f"read of {e.name}"))
             for i in e.idx:
-                self.reads_of(i, sc, out, src)
+                self.reads_of(i, sc, out, src, checks)
             return
         for attr in ("lhs", "rhs", "arg"):
             if hasattr(e, attr):
-                self.reads_of(getattr(e, attr), sc, out, src)
+                self.reads_of(getattr(e, attr), sc, out, src, checks)
         for a in getattr(e, "args", ()) or ():
-            self.reads_of(a, sc, out, src)
+            self.reads_of(a, sc, out, src, checks)
 
-    def block(self, stmts, sc: _Scope, prefix=(), field="body") -> tuple:
+    def block(self, stmts, sc: _Scope, prefix=(), field="body", lprefix=None) -> tuple:
+        """``prefix``: the IR path of the block in the checked procedure (None inside an
+        inlined proc); ``lprefix``: its path in the procedure it belongs to."""
         out: list = []
         allocs: list = []
         sc = sc.child()
+        lprefix = prefix if lprefix is None else lprefix
         for k, s in enumerate(stmts):
             path = prefix + ((field, k),) if prefix is not None else None
-            out += self.stmt(s, sc, allocs, path)
+            lpath = lprefix + ((field, k),)
+            checks = self.conditions(sc, s, lpath)
+            body = self.stmt(s, sc, allocs, path, lpath, checks)
+            checks = [c for c in checks if decide(c.cond, self.positive) is not True]
+            if checks:
+                out.append(A.AmCheck(tuple(checks), s.srcinfo, path))
+            out += body
         for name, si, path in reversed(allocs):
             out.append(A.AmFree(name, si, path))
         return tuple(out)
 
-    def stmt(self, s, sc: _Scope, allocs: list, path=None) -> list:
+    def conditions(self, sc: _Scope, s, lpath) -> list:
+        """The static analyses' conditions for statement ``s`` (renamed to AMIR terms)."""
+        if sc.pre is None:
+            return []
+        return [c.renamed(lambda e: rename_expr(e, sc.ctrl)) for c in sc.pre.at(lpath)]
+
+    def stmt(self, s, sc: _Scope, allocs: list, path=None, lpath=None, checks=None) -> list:
         si = s.srcinfo
+        lpath = path if lpath is None else lpath
+        checks = [] if checks is None else checks
         if isinstance(s, N.Pass):
             return []
         if isinstance(s, N.Alloc):
@@ -145,6 +194,7 @@ class _Converter:
             self.mems[name] = s.mem
             allocs.append((name, si, path))
             shape = tuple(rename_expr(e, sc.ctrl) for e in s.type.shape)
+            self.shapes[name] = shape
             out = [A.AmAlloc(name, shape, s.mem, (), si, path, s.name)]
             if self.in_cuda and s.mem.async_registers:
                 # the physical registers held earlier values (the previous task of the
@@ -164,9 +214,13 @@ class _Converter:
                               s.mech, tuple(d.ring_depth for d in s.dims), si, path, s.name)]
         if isinstance(s, (N.Assign, N.Reduce)):
             out: list = []
-            self.reads_of(s.rhs, sc, out, si)
+            bnd: list = []
+            self.reads_of(s.rhs, sc, out, si, bnd)
             for i in s.idx:
-                self.reads_of(i, sc, out, si)
+                self.reads_of(i, sc, out, si, bnd)
+            if self.needs_bounds(sc, s.name):
+                bnd += self.bounds(sc, s.name, s.idx, si, f"write of {s.name}")
+            checks[:0] = bnd
             out = [dataclasses.replace(a, path=path) for a in out]
             base, box = self.base_box(sc, s.name, s.idx)
             if not self.exempt(base):
@@ -175,8 +229,10 @@ class _Converter:
                                       f"{'write' if mode == 'write' else 'reduction'} of {s.name}"))
             return out
         if isinstance(s, N.WindowStmt):
+            checks[:0] = self.bounds(sc, s.rhs.name, s.rhs.idx, si, f"window {s.name}")
             base, box = self.base_box(sc, s.rhs.name, s.rhs.idx)
             sc.data[s.name] = (base, box)
+            sc.windows = sc.windows | {s.name}
             return []
         if isinstance(s, N.For):
             it = sc.fresh(s.iter)
@@ -185,24 +241,25 @@ class _Converter:
             kind = {"Seq": "seq", "CudaTasks": "task", "CudaThreads": "threads"}[
                 type(s.mode).__name__]
             unit = s.mode.unit if isinstance(s.mode, N.CudaThreads) else None
-            body = self.block(s.body, inner, path)
+            body = self.block(s.body, inner, path, "body", lpath)
             innermost = kind == "task" and not any(
                 isinstance(b, N.For) and isinstance(b.mode, N.CudaTasks) for b in s.body)
             return [A.AmFor(it, rename_expr(s.lo, sc.ctrl), rename_expr(s.hi, sc.ctrl), kind,
                             unit, body, si, path, innermost)]
         if isinstance(s, N.If):
-            return [A.AmIf(rename_expr(s.cond, sc.ctrl), self.block(s.body, sc, path),
-                           self.block(s.orelse, sc, path, "orelse") if s.orelse else (), si,
-                           path)]
+            return [A.AmIf(rename_expr(s.cond, sc.ctrl), self.block(s.body, sc, path, "body",
+                                                                    lpath),
+                           self.block(s.orelse, sc, path, "orelse", lpath) if s.orelse else (),
+                           si, path)]
         if isinstance(s, N.With):
             if isinstance(s.ctx, N.CudaDeviceFunction):
                 self.in_cuda = True
                 try:
-                    body = self.block(s.body, sc, path)
+                    body = self.block(s.body, sc, path, "body", lpath)
                 finally:
                     self.in_cuda = False
                 return [A.AmKernel(s.ctx, body, si, path)]
-            return [A.AmWarps(s.ctx, self.block(s.body, sc, path), si, path)]
+            return [A.AmWarps(s.ctx, self.block(s.body, sc, path, "body", lpath), si, path)]
         if isinstance(s, N.Fence):
             return [A.AmFence(s.L1, s.L2, si, path)]
         if isinstance(s, N.Arrive):
@@ -210,6 +267,13 @@ class _Converter:
         if isinstance(s, N.Await):
             return [A.AmAwait(self.bref(s.target, sc), s.L2, s.N, si, path)]
         if isinstance(s, N.Call):
+            bnd = []
+            for prm, a in zip(s.callee.params, s.args):
+                if prm.is_data and isinstance(a, N.WindowExpr) and (
+                        s.callee.instr is None or self.needs_bounds(sc, a.name)):
+                    bnd += self.bounds(sc, a.name, a.idx, si,
+                                       f"argument '{prm.name}' of {s.callee.name}()")
+            checks[:0] = bnd
             if s.callee.instr is None:
                 return self.inline(s, sc)
             return [dataclasses.replace(a, path=path) for a in self.instr_call(s, sc)]
@@ -244,19 +308,45 @@ class _Converter:
     def inline(self, s: N.Call, sc: _Scope) -> list:
         self.inline_count += 1
         callee = s.callee
-        inner = _Scope({}, {}, dict(sc.barriers), f"{callee.name}#{self.inline_count}.")
+        inner = _Scope({}, {}, dict(sc.barriers), f"{callee.name}#{self.inline_count}.",
+                       _preconditions(callee),
+                       frozenset(prm.name for prm in callee.params if prm.is_data))
         for prm, arg in zip(callee.params, s.args):
             if prm.is_data:
                 inner.data[prm.name] = self.base_box(sc, arg.name, arg.idx)
             else:
                 inner.ctrl[prm.name] = rename_expr(arg, sc.ctrl)
-        return list(self.block(callee.body, inner, None))
+        return list(self.block(callee.body, inner, None, "body", ()))
+
+
+def _preconditions(p: N.Procedure):
+    """The size-dependent preconditions the static analyses found for ``p`` (None when they
+    did not get that far: the static analyses report those programs)."""
+    from ..analysis import analyze
+
+    return analyze(p).preconditions
+
+
+def _sub(a, b):
+    if isinstance(b, N.Const) and b.val == 0:
+        return a
+    if isinstance(a, N.Const) and isinstance(b, N.Const):
+        return N.Const(a.val - b.val, index)
+    return N.BinOp("-", a, b, index)
+
+
+def _ren_w(w, ren: dict):
+    if isinstance(w, N.Interval):
+        return N.Interval(rename_expr(w.lo, ren), rename_expr(w.hi, ren), w.srcinfo)
+    if isinstance(w, N.Point):
+        return N.Point(rename_expr(w.pt, ren), w.srcinfo)
+    return rename_expr(w, ren)
 
 
 def lower_to_amir(p: N.Procedure) -> A.AmProc:
     """Translate a procedure to AMIR; see the module docstring for what it establishes."""
     c = _Converter(p)
-    sc = _Scope({}, {}, {}, "")
+    sc = _Scope({}, {}, {}, "", _preconditions(p))
     data_params = []
     for prm in p.params:
         if prm.is_data:
@@ -264,6 +354,7 @@ def lower_to_amir(p: N.Procedure) -> A.AmProc:
             sc.data[prm.name] = (prm.name, tuple(("iv", N.Const(0, index), e)
                                                  for e in prm.type.shape))
             c.mems[prm.name] = prm.mem
+            c.shapes[prm.name] = tuple(prm.type.shape)
             data_params.append((prm.name, prm.mem, prm.type.shape))
     body = c.block(p.body, sc)
     ctrl = tuple(prm.name for prm in p.params if not prm.is_data)

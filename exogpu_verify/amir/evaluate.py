@@ -118,7 +118,7 @@ def _ref_values_slow(ref, env, exts, display):
             vals = list(range(ev(w[1], env), ev(w[2], env)))
         for x in vals:
             if not 0 <= x < ext:
-                raise CheckError("barrier-usage", f"barrier index {x} out of range "
+                raise CheckError("bounds", f"barrier index {x} out of range "
                                  f"[0, {ext}) for {display}", ref.srcinfo)
         out.append(vals)
     return out

@@ -60,7 +60,8 @@ from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # 
 #: default for ``Machine(reuse_tasks=None)``; tests switch it off to compare both runs
 REUSE_TASKS = True
 
-_LEAF = frozenset({A.AmAccess, A.AmFence, A.AmArrive, A.AmAwait, A.AmAlloc, A.AmFree})
+_LEAF = frozenset({A.AmAccess, A.AmFence, A.AmArrive, A.AmAwait, A.AmAlloc, A.AmFree,
+                   A.AmCheck})
 
 
 class Machine:
@@ -104,7 +105,7 @@ class Machine:
             A.AmAccess: self.access, A.AmFor: self.loop, A.AmIf: self._if,
             A.AmFence: self._fence_stmt, A.AmArrive: self.arrive, A.AmAwait: self.await_,
             A.AmAlloc: self.alloc, A.AmFree: self.free, A.AmWarps: self.with_warps,
-            A.AmKernel: self.kernel,
+            A.AmKernel: self.kernel, A.AmCheck: self.check,
         }
 
     # ------------------------------------------------------------ records
@@ -158,6 +159,19 @@ class Machine:
         except KeyError:
             raise TypeError(type(s).__name__) from None
         fn(s)
+
+    def check(self, s: A.AmCheck):
+        """Every condition of the statement that follows holds at this instance."""
+        env = self.env
+        for c in s.conds:
+            if not ev(c.cond, env):
+                vals = {k: ev(e, env) for k, e in c.shows}
+                msg = c.message(vals)
+                iters = {k: v for k, v in env.items()
+                         if isinstance(k, str) and k not in self.am.params}
+                if iters:
+                    msg += " at " + ", ".join(f"{k}={v}" for k, v in iters.items())
+                raise CheckError(c.kind, msg, c.srcinfo, c.hint)
 
     def _if(self, s: A.AmIf):
         self.block(s.body if ev(s.cond, self.env) else s.orelse)
@@ -227,8 +241,8 @@ class Machine:
                 elif t is A.AmAwait:
                     if not inv_ref(x.target):
                         return False
-                elif t not in (A.AmFence, A.AmFree):
-                    return False
+                elif t not in (A.AmFence, A.AmFree, A.AmCheck):
+                    return False  # (an AmCheck is stateless: replaying it is running it)
             return True
 
         out = frozenset(local) if self.reuse_tasks and ok(s.body) else None
@@ -392,7 +406,7 @@ class Machine:
         box, pkey = box_and_key(s, self.env)
         for (lo, hi), ext in zip(box, v.shape):
             if lo < 0 or hi > ext or lo > hi:
-                raise CheckError("sync", f"out-of-bounds access {v.name}"
+                raise CheckError("bounds", f"out-of-bounds access {v.name}"
                                  f"[{', '.join(f'{a}:{b}' for a, b in box)}] of an array of "
                                  f"shape {list(v.shape)} ({s.what})", s.srcinfo)
         ck = (id(v.mem), s.instr_tl.name)
@@ -577,7 +591,7 @@ class Machine:
         for vs, ext in zip(vals, exts):
             for x in vs:
                 if not 0 <= x < ext:
-                    raise CheckError("barrier-usage", f"barrier index {x} out of range "
+                    raise CheckError("bounds", f"barrier index {x} out of range "
                                      f"[0, {ext}) for {b['display']}", ref.srcinfo)
         if len(vals) == 1:
             idxs = [(x,) for x in vals[0]]

@@ -2,7 +2,8 @@
 
 Windows and CPU-scope proc calls are gone (inlined); every data effect is an ``AmAccess``
 on a base variable with a box of indices and an access mode, carrying the instruction
-timeline that fixes its qualitative timelines. Control expressions are GPU IR expressions
+timeline that fixes its qualitative timelines. ``AmCheck`` carries the conditions a
+statement's instances must meet (window bounds, argument shapes, instruction preconditions). Control expressions are GPU IR expressions
 over the (possibly renamed) control variables.
 """
 
@@ -90,6 +91,17 @@ class AmAccess:
     srcinfo: SrcInfo = SRC
     path: tuple | None = field(default=None, compare=False, repr=False)
     what: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AmCheck:
+    """Conditions (``analysis.conditions.Condition``) that must hold at every instance of the
+    statement that follows: argument shapes, instruction preconditions, window bounds. The
+    concrete machine evaluates them; the symbolic checker makes each an obligation."""
+
+    conds: tuple
+    srcinfo: SrcInfo = SRC
+    path: tuple | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

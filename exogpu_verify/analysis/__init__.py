@@ -9,7 +9,10 @@ errors, because later ones assume the earlier ones' guarantees:
 2. ``analyze_collectives`` (kind ``collective``)
 3. ``analyze_distributed_memory`` (kind ``distributed-memory``),
    ``check_barrier_usage`` (kind ``barrier-usage``) and ``allocate_named_barriers`` (ids of
-   sub-CTA Fences, kind ``resource``), which are independent.
+   sub-CTA Fences, kind ``resource``), which are independent;
+4. ``analyze_preconditions``: argument shapes (``type``), instruction preconditions
+   (``instruction``) and launch resources (``resource``) that are constant; the
+   size-dependent ones are returned as conditions for the checkers.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .collective import analyze_collectives
 from .distributed import DistributedInfo, Sharding, ShardDim, analyze_distributed_memory
 from .mapping import CollectiveInfo, KernelInfo, StmtInfo, TaskLoop, ThreadMapping
 from .named_barriers import NamedBarrierInfo, allocate_named_barriers
+from .preconditions import PreconditionInfo, analyze_preconditions
 from .scope import check_scopes
 from .derive import ThreadIter, WarpRange
 from .tiling import Affine, Collective, TilingError
@@ -30,9 +34,9 @@ from .walk import iter_stmts
 
 __all__ = [
     "Affine", "Collective", "CollectiveInfo", "DistributedInfo", "KernelInfo",
-    "NamedBarrierInfo", "ShardDim",
-    "Sharding", "StaticInfo", "StmtInfo", "TaskLoop", "ThreadIter", "ThreadMapping",
-    "TilingError", "WarpRange", "analyze", "analyze_collectives", "analyze_distributed_memory",
+    "NamedBarrierInfo", "PreconditionInfo", "ShardDim", "Sharding", "StaticInfo", "StmtInfo",
+    "TaskLoop", "ThreadIter", "ThreadMapping", "TilingError", "WarpRange", "analyze",
+    "analyze_collectives", "analyze_distributed_memory", "analyze_preconditions",
     "analyze_static", "check_barrier_usage", "check_scopes",
 ]
 
@@ -47,14 +51,32 @@ class StaticInfo:
     distributed: DistributedInfo | None = None
     stages: tuple[str, ...] = ()
     named_barriers: NamedBarrierInfo | None = None
+    preconditions: PreconditionInfo | None = None
 
     @property
     def ok(self) -> bool:
         return not self.diagnostics
 
 
+#: analyze() results by procedure identity (the IR is immutable, so an analysis of one
+#: object never changes); small, since verify runs the analyses several times per proc
+_CACHE: dict = {}
+_CACHE_SIZE = 64
+
+
 def analyze(p: N.Procedure) -> StaticInfo:
     """Run the static analyses on ``p`` alone (not its callees); see the module docstring."""
+    hit = _CACHE.get(id(p))
+    if hit is not None and hit[0] is p:
+        return hit[1]
+    info = _analyze(p)
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[id(p)] = (p, info)
+    return info
+
+
+def _analyze(p: N.Procedure) -> StaticInfo:
     if p.is_instr:
         return StaticInfo(p.name, ())
     d = check_scopes(p)
@@ -68,8 +90,11 @@ def analyze(p: N.Procedure) -> StaticInfo:
     nb = allocate_named_barriers(p, ci)
     diags = tuple(sorted(di.diagnostics + bu + nb.diagnostics,
                          key=lambda x: (x.line or 0, x.kind)))
-    return StaticInfo(p.name, diags, ci, di,
-                      ("scope", "collective", "distributed-memory", "barrier-usage"), nb)
+    stages = ("scope", "collective", "distributed-memory", "barrier-usage")
+    if diags:
+        return StaticInfo(p.name, diags, ci, di, stages, nb)
+    pre = analyze_preconditions(p, ci, di, nb)
+    return StaticInfo(p.name, pre.diagnostics, ci, di, stages + ("preconditions",), nb, pre)
 
 
 def analyze_static(p: N.Procedure) -> list[Diagnostic]:

@@ -8,7 +8,8 @@ CTA); every other statement inherits its parent's. On the way it checks the rule
 the collective (kind ``collective``):
 
 * tiling rules: enough threads, alignment, exactly one tiled dimension, trivial tilings;
-* warp specialization: named groups, warp ranges, ``setmaxnreg`` budgets;
+* warp specialization: named groups, warp ranges (``setmaxnreg`` budgets are launch
+  resources: ``resources.py``);
 * instruction calls run at exactly their instruction's unit;
 * ``Fence`` runs at a thread, warp, set of whole warps of one CTA (a named barrier), CTA or
   cluster (``wgmma_fence_1`` at a warpgroup);
@@ -146,7 +147,6 @@ class _Analysis:
             if ctx.scope != "cpu":
                 return  # scope error
             self.kernels.append(KernelInfo(path, c))
-            self.warp_config(s, c)
             body_ctx = replace(ctx, scope="cuda", kernel=c,
                                coll=Collective.root(c.blockDim, c.clusterDim))
             self.block(s.body, path, "body", body_ctx)
@@ -198,44 +198,6 @@ class _Analysis:
                               f"the group has {g1 - g0} warp(s)")
         coll, wr = specialize_warps(ctx.coll, lo, hi, g0, name)
         return replace(ctx, coll=coll, warp_name=name, in_warps=True), wr
-
-    def warp_config(self, s: N.With, c: N.CudaDeviceFunction) -> None:
-        """``setmaxnreg`` rules (notes 1.5): multiples of 8 in [24, 256], uniform per
-        warpgroup, blockDim a multiple of 128, no value used for both inc and dec."""
-        regs = [(g.setmaxnreg_dec, g.setmaxnreg_inc) for g in c.warp_config]
-        if not any(d is not None or i is not None for d, i in regs):
-            return
-        if c.blockDim % 128:
-            self.err(f"setmaxnreg needs blockDim to be a multiple of 128; the warp_config "
-                     f"gives blockDim={c.blockDim}", s)
-            return
-        per_warp: list = []
-        decs, incs = set(), set()
-        for g in c.warp_config:
-            for v, kind in ((g.setmaxnreg_dec, "dec"), (g.setmaxnreg_inc, "inc")):
-                if v is not None and (v % 8 or not 24 <= v <= 256):
-                    self.err(f"CudaWarpConfig({g.name!r}): setmaxnreg_{kind}={v} must be a "
-                             "multiple of 8 in [24, 256]", s)
-                    return
-            if g.setmaxnreg_dec is not None:
-                decs.add(g.setmaxnreg_dec)
-            if g.setmaxnreg_inc is not None:
-                incs.add(g.setmaxnreg_inc)
-            per_warp += [(g.name, g.setmaxnreg_dec, g.setmaxnreg_inc)] * g.count
-        both = decs & incs
-        if both:
-            self.err(f"setmaxnreg value {min(both)} is used both to increase and to decrease "
-                     "registers", s)
-            return
-        for wg in range(len(per_warp) // 4):
-            four = per_warp[4 * wg:4 * wg + 4]
-            if len({(d, i) for _, d, i in four}) > 1:
-                names = sorted({n for n, _, _ in four})
-                self.err(f"setmaxnreg must be uniform within each warpgroup; warpgroup {wg} "
-                         f"mixes warp groups {', '.join(names)} with different register "
-                         "budgets", s, hint="make each warp group a multiple of 4 warps, "
-                                            "aligned to warpgroups")
-                return
 
     # ------------------------------------------------------------ leaves
     def leaf(self, s, ctx: _Ctx) -> None:

@@ -87,7 +87,7 @@ proc = proc_decorator(None)
 
 def instr(timeline: InstrTL = cuda_in_order_instr, unit: CollUnit | None = None,
           barrier: BarrierMechanism | None = None, codegen=None, *,
-          distributed: dict | None = None, atomic=(), includes=()):
+          distributed: dict | None = None, atomic=(), includes=(), checks=()):
     """Declare a hardware instruction by its sequential body and its execution facts.
 
     ``timeline``: instruction timeline; ``unit``: collective unit that must execute it
@@ -96,10 +96,13 @@ def instr(timeline: InstrTL = cuda_in_order_instr, unit: CollUnit | None = None,
     string over parameter names, or a callable ``(args: dict) -> str``; ``distributed``:
     ``{param: (unit, ...)}``, one unit per leading dimension of that parameter sharded across
     the executing collective (a multicast destination with one shard per CTA is
-    ``{"dst": (cuda_cta_in_cluster,)}``); ``atomic``: parameters accessed atomically.
+    ``{"dst": (cuda_cta_in_cluster,)}``); ``atomic``: parameters accessed atomically;
+    ``checks``: declared preconditions on the arguments (``exogpu_verify.ir.checks``:
+    TMA tensor-map copies, wgmma descriptor operands, alignment, register counts).
     """
     frame = inspect.currentframe().f_back
-    info = _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes, frame)
+    info = _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes, frame,
+                       checks)
 
     def deco(fn):
         try:
@@ -115,12 +118,19 @@ def instr(timeline: InstrTL = cuda_in_order_instr, unit: CollUnit | None = None,
             if p.param(pname) is None:
                 raise user_error("type", f"@instr atomic names no parameter '{pname}' of "
                                  f"{p.name}", p.srcinfo)
+        for chk in info.checks:
+            for field in ("tmap", "smem", "param"):
+                pname = getattr(chk, field, None)
+                if pname is not None and p.param(pname) is None:
+                    raise user_error("type", f"@instr checks: {type(chk).__name__} names no "
+                                     f"parameter '{pname}' of {p.name}", p.srcinfo)
         return p
 
     return deco
 
 
-def _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes, frame):
+def _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes, frame,
+                checks=()):
     si = SrcInfo(frame.f_code.co_filename, frame.f_lineno, 0) if frame is not None else None
     if not isinstance(timeline, InstrTL):
         raise user_error("type", f"@instr timeline must be an instruction timeline "
@@ -141,9 +151,16 @@ def _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes,
             raise user_error("type", f"@instr distributed[{k!r}] must be collective unit(s)", si)
         dist.append((k, units))
     atomic = (atomic,) if isinstance(atomic, str) else tuple(atomic)
+    from ..ir.checks import CHECK_TYPES
+
+    checks = tuple(checks or ())
+    for chk in checks:
+        if not isinstance(chk, CHECK_TYPES):
+            raise user_error("type", f"@instr checks must be instruction preconditions "
+                             f"({', '.join(t.__name__ for t in CHECK_TYPES)}), not {chk!r}", si)
     return N.InstrInfo(timeline, unit, barrier, codegen,
                        codegen if isinstance(codegen, str) else None, tuple(dist), atomic,
-                       tuple(includes))
+                       tuple(includes), checks)
 
 
 def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>",
@@ -208,7 +225,7 @@ def _decorator_instr(fdef: ast.FunctionDef, env: dict, file: str = "<string>",
             info = _instr_args(args, kwargs)
             # _instr_info reports at the caller frame; from text, point at the decorator
             try:
-                return _instr_info(*info, None)
+                return _instr_info(*info[:7], None, info[7])
             except ExoGpuError as e:
                 raise user_error(e.diagnostic.kind, e.diagnostic.message, si) from None
     return None
@@ -220,4 +237,4 @@ def _instr_args(args, kwargs):
     vals.update(kwargs)
     return (vals.get("timeline", cuda_in_order_instr), vals.get("unit"), vals.get("barrier"),
             vals.get("codegen"), vals.get("distributed"), vals.get("atomic", ()),
-            vals.get("includes", ()))
+            vals.get("includes", ()), vals.get("checks", ()))

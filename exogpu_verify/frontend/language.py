@@ -66,9 +66,13 @@ def CudaWarpConfig(name: str, count: int, setmaxnreg_dec: int | None = None,
 
 def CudaDeviceFunction(blockDim: int | None = None, clusterDim: int = 1,
                        warp_config=None, blocks_per_sm: int = 1,
-                       task_raster: int = 0) -> nodes.CudaDeviceFunction:
+                       task_raster: int = 0,
+                       non_portable_cluster: bool = False) -> nodes.CudaDeviceFunction:
     """Launch configuration: exactly one of ``blockDim`` or ``warp_config``. ``task_raster``
-    (0: lexicographic) only orders the persistent task loop in generated code."""
+    (0: lexicographic) only orders the persistent task loop in generated code. Whether the
+    launch fits the hardware (threads, cluster size, registers, shared memory) is a
+    ``resource`` check of ``verify``; ``non_portable_cluster=True`` opts in to clusters of up
+    to 16 CTAs."""
     if not isinstance(task_raster, int) or isinstance(task_raster, bool) or task_raster < 0:
         raise TypeError(f"task_raster must be a non-negative int, not {task_raster!r}")
     if (blockDim is None) == (warp_config is None):
@@ -92,10 +96,10 @@ def CudaDeviceFunction(blockDim: int | None = None, clusterDim: int = 1,
         if blockDim % 32:
             raise TypeError(f"blockDim must be a multiple of 32, not {blockDim}")
         warp_config = ()
-    if blockDim > 1024:
-        raise TypeError(f"blockDim {blockDim} exceeds the CUDA limit of 1024 threads per CTA")
+    if not isinstance(non_portable_cluster, bool):
+        raise TypeError(f"non_portable_cluster must be True or False, not {non_portable_cluster!r}")
     return nodes.CudaDeviceFunction(blockDim, clusterDim, warp_config, blocks_per_sm,
-                                    task_raster)
+                                    task_raster, non_portable_cluster)
 
 
 def CudaWarps(lo: int | None = None, hi: int | None = None, *, name: str | None = None

@@ -13,6 +13,7 @@ import ast
 
 from ..ir import nodes as N
 from ..ir.affine import const_value, extent  # noqa: F401  (extent: re-exported)
+from ..ir.linear import constant
 from ..ir.timelines import InstrTL, SyncTL
 from ..ir.types import bool_, int_, size
 from .exprs import _describe
@@ -127,13 +128,21 @@ class SyncParser:
                 raise self.err("type", f"{where} is a dense tensor; pass a whole dense tensor "
                                f"or declare the parameter as a window `[{ptype.scalar}][...]`", a)
         ivs = [x for x in w.idx if isinstance(x, N.Interval)]
-        for d, (iv, want) in enumerate(zip(ivs, ptype.shape)):
-            ext = extent(iv)
-            got = ext if isinstance(ext, int) else const_value(ext)
-            exp = const_value(subst(want, binding))
-            if got is not None and exp is not None and got != exp:
-                raise self.err("type", f"{where}: dimension {d} has extent {got}, expected "
-                               f"{exp}", a)
+        got = [constant(N.BinOp("-", iv.hi, iv.lo, iv.hi.type)) for iv in ivs]
+        exp = [constant(subst(want, binding)) for want in ptype.shape]
+        if any(g is not None and e is not None and g != e for g, e in zip(got, exp)):
+            # constant extents (after simplification: 8*h+8 - 8*h is 8) that differ; the
+            # static analyses check the symbolic ones for all sizes
+            def shape(xs, es):
+                return "[" + ", ".join(str(x) if x is not None else self.show(e)
+                                       for x, e in zip(xs, es)) + "]"
+            gs = shape(got, [extent(iv) for iv in ivs])
+            ws = shape(exp, [subst(x, binding) for x in ptype.shape])
+            decl = f"[{ptype.scalar}][{', '.join(self.show(x) for x in ptype.shape)}]"
+            raise self.err("type", f"{where}: the window {self.show(w)} has shape {gs} but "
+                           f"the parameter is {decl}, i.e. {ws} at this call", a,
+                           hint=f"pass a window of shape {ws} (an instruction accesses its "
+                                "whole parameter shape)")
         return w
 
     # ------------------------------------------------------------ barriers

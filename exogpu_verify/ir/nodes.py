@@ -282,6 +282,9 @@ class CudaDeviceFunction:
     #: rasterized in panels of R values of the second-to-last task loop. Tasks impose no
     #: order, so this changes no meaning and nothing the checkers see.
     task_raster: int = 0
+    #: clusters of more than 8 CTAs (up to 16) need this explicit opt-in
+    #: (cudaFuncAttributeNonPortableClusterSizeAllowed)
+    non_portable_cluster: bool = False
 
     def __str__(self) -> str:
         parts = []
@@ -295,6 +298,8 @@ class CudaDeviceFunction:
             parts.append(f"blocks_per_sm={self.blocks_per_sm}")
         if self.task_raster:
             parts.append(f"task_raster={self.task_raster}")
+        if self.non_portable_cluster:
+            parts.append("non_portable_cluster=True")
         return f"CudaDeviceFunction({', '.join(parts)})"
 
     def warp_range(self, name: str) -> tuple[int, int] | None:
@@ -390,6 +395,9 @@ class InstrInfo:
     atomic: tuple[str, ...] = ()
     #: the C++/PTX include or helper snippets codegen needs
     includes: tuple[str, ...] = ()
+    #: declared preconditions on the arguments (``exogpu_verify.ir.checks``); like the
+    #: lowering, not part of the printed program (an instruction is printed by its name)
+    checks: tuple = field(default=(), compare=False)
 
     def distributed_units(self, param: str) -> tuple[CollUnit, ...]:
         for k, v in self.distributed:

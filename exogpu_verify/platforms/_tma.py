@@ -11,10 +11,14 @@ multiple of 8 rows). ``tma_store_{r}d_{T}(n0.., dst, src)``: window ``dst`` = SM
 ``tma_reduce_add_{r}d_{T}``: ``dst += src`` atomically (``tma_to_gmem_async_instr``;
 completion through ``Arrive(tma_to_gmem_async) >> cg`` on an ``Sm90_TmaCommitGroup``).
 
-TMA reads and writes SMEM with the tensor map's swizzle, so an SMEM tile must be
-``Sm90_SmemSwizzled(s)`` for a map ``Sm90_tensorMap(s, ...)`` (``CudaSmemLinear`` for
-``s = 0``); the call parser accepts any SMEM memory and cannot check this pairing yet.
-Out-of-bounds boxes (TMA zero-fills / clips) are not modelled: windows must be in bounds.
+Every member declares ``checks=(TensorMapCopy(...),)`` (``ir.checks``): at each call
+the checker requires the tensor map's box to be the copied tile (the per-CTA slice for a
+multicast), its swizzle and element type to be the SMEM tile's (``Sm90_SmemSwizzled(s)`` for
+``Sm90_tensorMap(s, ...)``, ``CudaSmemLinear`` for 0), the SMEM tile to start 128-byte aligned
+(on a swizzle atom when swizzled), and for loads the mbarrier's transaction bytes
+(``LOAD_CHECK.expect_tx_bytes``, which the generated ``mbarrier.expect_tx`` uses) to equal the
+bytes delivered. Out-of-bounds boxes (TMA zero-fills / clips) are not modelled: windows must
+be in bounds.
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ from ..ir.timelines import tma_to_gmem_async_instr, tma_to_smem_async_instr
 from ..ir.units import (cuda_cta_in_cluster, cuda_warp, cuda_warp_in_cluster,
                         cuda_warp_in_cluster_strided)
 from ._ptx import HELPERS_KEY, coords_of, size_arg
+from ..ir.checks import TensorMapCopy
+
+#: the declared precondition of loads and stores (tensor map, SMEM tile)
+LOAD_CHECK = TensorMapCopy("src", "dst")
+STORE_CHECK = TensorMapCopy("dst", "src")
 
 #: parameter memory of TMA instructions: any ``Sm90_tensorMap(swizzle, *box)`` window
 Sm90_tensorMapAny = Memory("Sm90_tensorMapAny", (), "abstract", "none", None,
@@ -48,7 +57,7 @@ def _map_operand(expr: str) -> str:
 def load_codegen(rank: int, T):
     def gen(a: dict) -> str:
         n = [size_arg(a, f"n{d}") for d in range(rank)]
-        nbytes = prod(n) * T.nbytes
+        nbytes = LOAD_CHECK.expect_tx_bytes(n, T.nbytes)
         coords = coords_of(a, "src")
         vec, cops = _ptx_coords(coords, 2)
         r = len(coords)
@@ -64,10 +73,11 @@ def load_codegen(rank: int, T):
 
 def multicast_codegen(rank: int, T, ncta: int, cta_stride: int):
     pattern = sum(1 << (j * cta_stride) for j in range(ncta))
+    check = multicast_check(ncta, cta_stride)
 
     def gen(a: dict) -> str:
         n = [size_arg(a, f"n{d}") for d in range(rank)]
-        total = prod(n) * T.nbytes
+        total = check.expect_tx_bytes(n, T.nbytes)
         slice_rows = n[0] // ncta
         slice_elems = slice_rows * prod(n[1:])
         coords = coords_of(a, "src")
@@ -107,9 +117,14 @@ def store_codegen(rank: int, reduce: bool):
     return gen
 
 
+def multicast_check(ncta: int, cta_stride: int) -> TensorMapCopy:
+    return TensorMapCopy("src", "dst", slices=ncta, cta_stride=cta_stride)
+
+
 _LOAD = dict(timeline=tma_to_smem_async_instr, unit=cuda_warp, barrier=CudaMbarrier,
-             includes=(HELPERS_KEY,))
-_STORE = dict(timeline=tma_to_gmem_async_instr, unit=cuda_warp, includes=(HELPERS_KEY,))
+             includes=(HELPERS_KEY,), checks=(LOAD_CHECK,))
+_STORE = dict(timeline=tma_to_gmem_async_instr, unit=cuda_warp, includes=(HELPERS_KEY,),
+              checks=(STORE_CHECK,))
 _TM = Sm90_tensorMapAny
 _SM = CudaBasicSmem
 
@@ -186,7 +201,7 @@ def _mc_unit(ncta: int, cta_stride: int):
 
 def multicast_1d(T, C: int, S: int = 1):
     @instr(codegen=multicast_codegen(1, T, C, S), distributed={"dst": (cuda_cta_in_cluster,)},
-           **dict(_LOAD, unit=_mc_unit(C, S)))
+           **dict(_LOAD, unit=_mc_unit(C, S), checks=(multicast_check(C, S),)))
     def tma_multicast(n0: size, dst: [T][C, n0] @ _SM, src: [T][n0] @ _TM):
         assert n0 % C == 0
         assert stride(dst, 1) == 1
@@ -198,7 +213,7 @@ def multicast_1d(T, C: int, S: int = 1):
 
 def multicast_2d(T, C: int, S: int = 1):
     @instr(codegen=multicast_codegen(2, T, C, S), distributed={"dst": (cuda_cta_in_cluster,)},
-           **dict(_LOAD, unit=_mc_unit(C, S)))
+           **dict(_LOAD, unit=_mc_unit(C, S), checks=(multicast_check(C, S),)))
     def tma_multicast(n0: size, n1: size, dst: [T][C, n0, n1] @ _SM, src: [T][n0, n1] @ _TM):
         assert n0 % C == 0
         assert stride(dst, 2) == 1
@@ -212,7 +227,7 @@ def multicast_2d(T, C: int, S: int = 1):
 
 def multicast_3d(T, C: int, S: int = 1):
     @instr(codegen=multicast_codegen(3, T, C, S), distributed={"dst": (cuda_cta_in_cluster,)},
-           **dict(_LOAD, unit=_mc_unit(C, S)))
+           **dict(_LOAD, unit=_mc_unit(C, S), checks=(multicast_check(C, S),)))
     def tma_multicast(n0: size, n1: size, n2: size, dst: [T][C, n0, n1, n2] @ _SM,
                       src: [T][n0, n1, n2] @ _TM):
         assert n0 % C == 0

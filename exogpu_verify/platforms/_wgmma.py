@@ -42,6 +42,16 @@ from ..ir.timelines import wgmma_async_instr, wgmma_zero_instr
 from ..ir.types import f32
 from ..ir.units import cuda_thread, cuda_warp, cuda_warpgroup
 from ._ptx import HELPERS_KEY, MMA_TYPE, renamed
+from ..ir.checks import WgmmaOperand
+
+
+def _operands(swa: int | None, swb: int, mn_a: bool = False, mn_b: bool = False) -> tuple:
+    """The declared descriptor operands (``swa`` None: A in registers)."""
+    out = []
+    if swa is not None:
+        out.append(WgmmaOperand("A", swa, "MN" if mn_a else "K"))
+    out.append(WgmmaOperand("B", swb, "MN" if mn_b else "K"))
+    return tuple(out)
 
 Sm90_RmemMatrixA = Memory("Sm90_RmemMatrixA", (), "rmem", "cuda", cuda_thread,
                           _freeze({**RMEM_QUALS, "wgmma_async_instr": ("wgA",)}),
@@ -132,7 +142,8 @@ def _ss_16(T, N, swa, swb):
     NB, KN, SA, SB = N // 8, 16, swa // 2, swb // 2
 
     @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG},
-           codegen=_wgmma_codegen(T, N, True, swa, swb), includes=(HELPERS_KEY,))
+           codegen=_wgmma_codegen(T, N, True, swa, swb), includes=(HELPERS_KEY,),
+           checks=_operands(swa, swb))
     def wgmma_ss(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                  A: [T][64, KN] @ Sm90_SmemSwizzled(swa), B: [T][N, KN] @ Sm90_SmemSwizzled(swb)):
         assert stride(A, 0) == SA
@@ -149,7 +160,8 @@ def _ss_tf32(T, N, swa, swb):
     NB, KN, SA, SB = N // 8, 8, swa // 4, swb // 4
 
     @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG},
-           codegen=_wgmma_codegen(T, N, True, swa, swb), includes=(HELPERS_KEY,))
+           codegen=_wgmma_codegen(T, N, True, swa, swb), includes=(HELPERS_KEY,),
+           checks=_operands(swa, swb))
     def wgmma_ss(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                  A: [f32][64, KN] @ Sm90_SmemSwizzled(swa),
                  B: [f32][N, KN] @ Sm90_SmemSwizzled(swb)):
@@ -167,7 +179,8 @@ def _rs_16(T, N, swb):
     NB, KN, SB = N // 8, 16, swb // 2
 
     @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG, "A": _WG},
-           codegen=_wgmma_codegen(T, N, False, 0, swb), includes=(HELPERS_KEY,))
+           codegen=_wgmma_codegen(T, N, False, 0, swb), includes=(HELPERS_KEY,),
+           checks=_operands(None, swb))
     def wgmma_rs(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                  A: [T][4, 32, 2, 2, 2] @ Sm90_RmemMatrixA,
                  B: [T][N, KN] @ Sm90_SmemSwizzled(swb)):
@@ -185,7 +198,8 @@ def _rs_tf32(T, N, swb):
     NB, KN, SB = N // 8, 8, swb // 4
 
     @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG, "A": _WG},
-           codegen=_wgmma_codegen(T, N, False, 0, swb), includes=(HELPERS_KEY,))
+           codegen=_wgmma_codegen(T, N, False, 0, swb), includes=(HELPERS_KEY,),
+           checks=_operands(None, swb))
     def wgmma_rs(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                  A: [f32][4, 32, 2, 2] @ Sm90_RmemMatrixA,
                  B: [f32][N, KN] @ Sm90_SmemSwizzled(swb)):
@@ -206,7 +220,7 @@ def _ss_16_mn(T, N, swa, swb, mn_a, mn_b):
     gen = _wgmma_codegen(T, N, True, swa, swb, mn_a, mn_b)
     if mn_a and mn_b:
         @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG},
-               codegen=gen, includes=(HELPERS_KEY,))
+               codegen=gen, includes=(HELPERS_KEY,), checks=_operands(swa, swb, mn_a, mn_b))
         def wgmma_ss(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                      A: [T][CA, 16, WA] @ Sm90_SmemSwizzled(swa),
                      B: [T][CB, 16, WB] @ Sm90_SmemSwizzled(swb)):
@@ -221,7 +235,7 @@ def _ss_16_mn(T, N, swa, swb, mn_a, mn_b):
                             A[m / WA, k, m % WA] * B[n / WB, k, n % WB])
     elif mn_a:
         @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG},
-               codegen=gen, includes=(HELPERS_KEY,))
+               codegen=gen, includes=(HELPERS_KEY,), checks=_operands(swa, swb, mn_a, mn_b))
         def wgmma_ss(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                      A: [T][CA, 16, WA] @ Sm90_SmemSwizzled(swa),
                      B: [T][N, 16] @ Sm90_SmemSwizzled(swb)):
@@ -235,7 +249,7 @@ def _ss_16_mn(T, N, swa, swb, mn_a, mn_b):
                             A[m / WA, k, m % WA] * B[n, k])
     else:
         @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG},
-               codegen=gen, includes=(HELPERS_KEY,))
+               codegen=gen, includes=(HELPERS_KEY,), checks=_operands(swa, swb, mn_a, mn_b))
         def wgmma_ss(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                      A: [T][64, 16] @ Sm90_SmemSwizzled(swa),
                      B: [T][CB, 16, WB] @ Sm90_SmemSwizzled(swb)):
@@ -255,7 +269,8 @@ def _rs_16_mn(T, N, swb):
     CB, GB = N // WB, 8 * WB
 
     @instr(timeline=wgmma_async_instr, unit=cuda_warpgroup, distributed={"D": _WG, "A": _WG},
-           codegen=_wgmma_codegen(T, N, False, 0, swb, False, True), includes=(HELPERS_KEY,))
+           codegen=_wgmma_codegen(T, N, False, 0, swb, False, True), includes=(HELPERS_KEY,),
+           checks=_operands(None, swb, False, True))
     def wgmma_rs(D: [f32][4, 32, NB, 2, 2] @ Sm90_RmemMatrixD,
                  A: [T][4, 32, 2, 2, 2] @ Sm90_RmemMatrixA,
                  B: [T][CB, 16, WB] @ Sm90_SmemSwizzled(swb)):

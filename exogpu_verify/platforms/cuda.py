@@ -24,6 +24,7 @@ from ..ir.memories import DRAM, CudaGmemLinear, CudaRmem
 from ..ir.timelines import cpu_cuda_stream_instr, cuda_in_order_instr
 from ..ir.units import cuda_thread, cuda_warp, cuda_warpgroup
 from ._ptx import CPP_TYPE, MEMCPY_TYPES, renamed
+from ..ir.checks import RegisterCount
 
 __all__: list[str] = []
 
@@ -191,14 +192,14 @@ for _M in (1, 2, 4, 8, 16):
 
 
 # ------------------------------------------------------------------ register budget
-@instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup,
+@instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup, checks=(RegisterCount("n", "inc"),),
        codegen='asm volatile("setmaxnreg.inc.sync.aligned.u32 {n};\\n" ::: "memory");')
 def setmaxnreg_inc(n: size):
     assert n % 8 == 0 and n >= 24 and n <= 256
     pass
 
 
-@instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup,
+@instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup, checks=(RegisterCount("n", "dec"),),
        codegen='asm volatile("setmaxnreg.dec.sync.aligned.u32 {n};\\n" ::: "memory");')
 def setmaxnreg_dec(n: size):
     assert n % 8 == 0 and n >= 24 and n <= 256

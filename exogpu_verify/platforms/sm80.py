@@ -21,7 +21,8 @@ given as its transpose ``[n, k]`` (the ``.col`` operand).
 Instructions (unit, timeline):
 
 * ``Sm80_cp_async_f32(n, dst, src)``, n in 1, 2, 4; ``Sm80_cp_async_bf16`` / ``_f16``, n in
-  2, 4, 8: 4/8/16-byte asynchronous GMEM -> SMEM copy (``cuda_thread``,
+  2, 4, 8: 4/8/16-byte asynchronous GMEM -> SMEM copy (the SMEM destination aligned to the
+  copy's bytes: ``checks=(Aligned("dst", elems="n"),)``; ``cuda_thread``,
   ``Sm80_cp_async_instr``); completes through ``Arrive(Sm80_cp_async) >> cg`` on an
   ``Sm80_CommitGroup`` (``cp.async.commit_group`` / ``wait_group``).
 * ``Sm80_ldmatrix_a_x4_{bf16,f16}(dst, src)``: 16x16 SMEM tile -> A fragment;
@@ -39,6 +40,7 @@ from ..ir.memories import CudaDeviceVisibleLinear, CudaGmemLinear, CudaRmem, Cud
 from ..ir.timelines import Sm80_cp_async_instr, cuda_in_order_instr
 from ..ir.types import bf16, f16, f32
 from ..ir.units import cuda_thread, cuda_warp
+from ..ir.checks import Aligned
 from ._ptx import HELPERS_KEY, renamed
 
 __all__: list[str] = []
@@ -65,7 +67,7 @@ def _cp_async_codegen(T):
 
 def _cp_async_f32():
     @instr(timeline=Sm80_cp_async_instr, unit=cuda_thread, codegen=_cp_async_codegen(f32),
-           includes=(HELPERS_KEY,))
+           includes=(HELPERS_KEY,), checks=(Aligned("dst", elems="n"),))
     def Sm80_cp_async_f32(n: size, dst: [f32][n] @ CudaSmemLinear, src: [f32][n] @ CudaGmemLinear):
         assert n == 1 or n == 2 or n == 4
         assert stride(dst, 0) == 1
@@ -77,7 +79,7 @@ def _cp_async_f32():
 
 def _cp_async_b16(T):
     @instr(timeline=Sm80_cp_async_instr, unit=cuda_thread, codegen=_cp_async_codegen(T),
-           includes=(HELPERS_KEY,))
+           includes=(HELPERS_KEY,), checks=(Aligned("dst", elems="n"),))
     def cp_async_b16(n: size, dst: [T][n] @ CudaSmemLinear, src: [T][n] @ CudaGmemLinear):
         assert n == 2 or n == 4 or n == 8
         assert stride(dst, 0) == 1
@@ -112,7 +114,8 @@ def _ldmatrix_codegen(nmat: int):
 
 def _ldmatrix_a(T):
     @instr(timeline=cuda_in_order_instr, unit=cuda_warp, distributed={"dst": _LANE},
-           codegen=_ldmatrix_codegen(4), includes=(HELPERS_KEY,))
+           codegen=_ldmatrix_codegen(4), includes=(HELPERS_KEY,),
+           checks=(Aligned("src", 16, rows=True),))
     def ldmatrix_a(dst: [T][32, 2, 2, 2] @ CudaRmem, src: [T][16, 16] @ CudaSmemLinear):
         assert stride(src, 1) == 1
         for l in seq(0, 32):
@@ -125,7 +128,8 @@ def _ldmatrix_a(T):
 
 def _ldmatrix_b(T):
     @instr(timeline=cuda_in_order_instr, unit=cuda_warp, distributed={"dst": _LANE},
-           codegen=_ldmatrix_codegen(2), includes=(HELPERS_KEY,))
+           codegen=_ldmatrix_codegen(2), includes=(HELPERS_KEY,),
+           checks=(Aligned("src", 16, rows=True),))
     def ldmatrix_b(dst: [T][32, 2, 2] @ CudaRmem, src: [T][8, 16] @ CudaSmemLinear):
         assert stride(src, 1) == 1
         for l in seq(0, 32):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..ir.checks import Aligned, RegisterCount, TensorMapCopy, WgmmaOperand  # noqa: F401
 from ..ir.memories import Sm90_SmemSwizzled, Sm90_tensorMap  # noqa: F401
 from ..ir.types import bf16, f16, f32
 from . import _tma
@@ -76,7 +77,8 @@ def Sm90_tma_reduce_add(rank: int, T):
     return renamed(_tma.STORES[rank](T, True), f"tma_reduce_add_{rank}d_{T.name}")
 
 
-__all__ = ["Sm90_RmemMatrixA", "Sm90_RmemMatrixD", "Sm90_tensorMapAny", "Sm90_SmemSwizzled",
+__all__ = ["Aligned", "RegisterCount", "TensorMapCopy", "WgmmaOperand",
+           "Sm90_RmemMatrixA", "Sm90_RmemMatrixD", "Sm90_tensorMapAny", "Sm90_SmemSwizzled",
            "Sm90_tensorMap", "Sm90_tma_load", "Sm90_tma_multicast", "Sm90_tma_store",
            "Sm90_tma_reduce_add", "Sm90_wgmma_ss", "Sm90_wgmma_rs", "Sm90_wgmma_zero",
            "Sm90_store_acc", "SYNC_PTX", "native_k"]

@@ -327,7 +327,7 @@ def replace(proc, block_cursor_, subproc, quiet: bool = True):
     env = {p.name: a for p, a in zip(subproc.params, args) if not p.is_data}
     for pred in subproc.preds:
         if any(isinstance(x, N.StrideExpr) for x in expr_walk(pred)):
-            continue  # strides of windows: checked by the frontend and the runtime
+            continue  # strides of windows: checked at the call by verify (analysis/calls.py)
         if not D.prove(proc, vs, cs, subst(pred, env)):
             raise SchedulingError(f"replace: cannot prove {subproc.name}'s precondition "
                                   f"{expr_str(subst(pred, env))} at the call", proc, b.paths())
@@ -344,8 +344,8 @@ def replace(proc, block_cursor_, subproc, quiet: bool = True):
     p2 = splice(proc, parent, field, lo, hi, [call])
     return finish(proc, p2, "replace", [b, subproc],
                   f"block unified with the body of {subproc.name} (sizes "
-                  f"{ {k: expr_str(v) for k, v in u.bind.items()} }); preconditions proved; "
-                  "argument memories and shapes re-checked by the frontend",
+                  f"{ {k: expr_str(v) for k, v in u.bind.items()} }); size preconditions proved; "
+                  "stride preconditions and argument shapes are checked at the call by verify",
                   fwd_splice(parent, field, lo, hi, 1, lambda k, rest: None
                              if rest else parent + ((field, lo),)))
 

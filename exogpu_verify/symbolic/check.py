@@ -1,7 +1,10 @@
 """``check_sync_symbolic``: prove a proc's synchronization for every size, or say why not.
 
 Pipeline: static analyses (thread mappings) -> AMIR -> events -> one obligation per
-(conflicting access pair, hazard), per SMEM free, per access bound, per Await. isl computes
+(conflicting access pair, hazard), per SMEM free, per access bound, per Await, per
+size-dependent condition (window bounds, argument shapes, instruction and resource
+preconditions; the constant ones were decided by the static analyses and are reported as
+``facts``). isl computes
 each obligation's remainder (conflicts minus ordered pairs); Z3 independently decides the
 remainder's emptiness as a quantifier-free linear-integer formula (both must say empty).
 A non-empty remainder gives the smallest sizes that reach it; the concrete interpreter
@@ -26,6 +29,7 @@ from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
                        trailing_before_arrive)
 from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
 from .decide import decide as _decide
+from .preconditions import condition_obligations
 
 
 @dataclass
@@ -38,6 +42,9 @@ class SymbolicResult:
     seconds: float = 0.0
     srcinfo: object = None
     candidates: list = field(default_factory=list)  # (sizes, obligation), smallest first
+    #: preconditions decided without a solver (``analysis.conditions.CheckedFact``): the
+    #: constant facts a certificate records beside the obligations
+    facts: list = field(default_factory=list)
 
 
 def _mask(mem) -> frozenset:
@@ -69,6 +76,7 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
     info = analyze(p)
     if info.diagnostics:
         return SymbolicResult("unknown", "static analyses failed", seconds=0.0)
+    facts = list(info.preconditions.facts) if info.preconditions is not None else []
     try:
         am = lower_to_amir(p)
         prog = collect_events(am, info)
@@ -104,8 +112,10 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
         res = SymbolicResult("refuted", f"{ob.kind} obligation not discharged: {ob.name}",
                              obs, ob, sizes, time.perf_counter() - t0)
         res.candidates = cands
+        res.facts = facts
         return res
-    return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0)
+    return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0,
+                          facts=facts)
 
 
 def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
@@ -159,6 +169,8 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
         refs = list(e.targets) + list(e.trailing)
         for ref in refs:
             yield barrier_bounds(e, ref, enc, ms)
+        if e.kind == "check":
+            yield from condition_obligations(e, enc, ms)
 
 
 TEMPORAL_NEED = "temporal"

@@ -1,7 +1,7 @@
 """Symbolic events: statement instances of an AMIR program as parametric integer sets.
 
 ``collect_events(am, info)`` walks the AMIR once and records every access, fence, arrive,
-await and free with what the encoding needs: its enclosing loops (names, bounds, kinds),
+await, free and condition check with what the encoding needs: its enclosing loops (names, bounds, kinds),
 guards, its position in the sequential schedule, its kernel, its thread mapping (from the
 collective analysis, by IR path) and its qualitative timelines. Anything the Presburger
 encoding cannot express raises ``Unsupported`` with the reason (the verdict is then
@@ -39,7 +39,7 @@ class Loop:
 
 @dataclass
 class Event:
-    kind: str  # access | fence | arrive | await | free
+    kind: str  # access | fence | arrive | await | free | check
     uid: int
     loops: tuple  # of Loop
     guards: tuple  # of (cond, polarity)
@@ -197,6 +197,10 @@ def collect_events(am: A.AmProc, info) -> Program:
                                 box=s.box, mode=s.mode, quals=quals,
                                 in_order=in_order, what=s.what,
                                 trailing=s.barriers, **base))
+            elif t is A.AmCheck:
+                # conditions on control values: which threads run the instance is irrelevant
+                ev.append(Event("check", uid(), mapping=None, what="conditions",
+                                extra={"conds": s.conds}, **base))
             elif t is A.AmFence:
                 ev.append(Event("fence", uid(), mapping=mapping_of(s, kernel), L1=s.L1,
                                 L2=s.L2, what="Fence", **base))

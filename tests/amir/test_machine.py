@@ -138,7 +138,7 @@ def test_atomics(mp):
 
 # ---------------------------------------------------------------- checker errors
 def test_out_of_bounds(mp):
-    d, _ = refuted(mp.out_of_bounds, {"N": 1}, "sync", "out-of-bounds", "Y[task, t] = x[t + 1]")
+    d, _ = refuted(mp.out_of_bounds, {"N": 1}, "bounds", "out-of-bounds", "Y[task, t] = x[t + 1]")
     assert "x[32:33]" in d.message
 
 

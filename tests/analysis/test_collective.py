@@ -176,21 +176,6 @@ for w in cuda_threads(0, 8, unit=cuda_warp):
 """), "collective", "trivial tiling")
 
 
-@pytest.mark.parametrize("cfg,msg", [
-    ('CudaWarpConfig("p", 4, setmaxnreg_dec=41), CudaWarpConfig("c", 4)', "multiple of 8"),
-    ('CudaWarpConfig("p", 4, setmaxnreg_dec=16), CudaWarpConfig("c", 4)', "[24, 256]"),
-    ('CudaWarpConfig("p", 2, setmaxnreg_dec=40), CudaWarpConfig("c", 6, setmaxnreg_inc=232)',
-     "uniform within each warpgroup"),
-    ('CudaWarpConfig("p", 4, setmaxnreg_dec=40), CudaWarpConfig("c", 4, setmaxnreg_inc=40)',
-     "both to increase and to decrease"),
-    ('CudaWarpConfig("p", 1, setmaxnreg_dec=40), CudaWarpConfig("c", 2)', "multiple of 128"),
-])
-def test_setmaxnreg_rules(cfg, msg):
-    lines = ws("pass", cfg).splitlines()
-    lines[2] += "  # <-"
-    assert_error("\n".join(lines), "collective", msg)
-
-
 # -------------------------------------------------------------- instruction and sync units
 
 def test_instr_at_its_unit_accepted():

@@ -357,7 +357,13 @@ for t in cuda_threads(0, 32, unit=cuda_thread):
 sm: f32[32, 8] @ CudaSmemLinear
 for t in cuda_threads(0, 32, unit=cuda_thread):
     copy4(4, sm[t, 0:8], G[0:4])  # ERR
-'''), msg="extent 8, expected 4"),
+'''), msg=r"has shape \[8\] but the parameter is \[f32\]\[n\], i.e. \[4\]"),
+    # the issue's example: extents that are constant only after simplification
+    Case("short_window_symbolic_bounds", "type", kern('''
+sm: f32[64] @ CudaSmemLinear
+for h in cuda_threads(0, 4, unit=cuda_thread):
+    copy4(4, sm[8 * h:8 * h + 2], G[0:4])  # ERR
+'''), msg=r"has shape \[2\] but the parameter is \[f32\]\[n\], i.e. \[4\]"),
     Case("window_with_step", "syntax", kern('''
 sm: f32[32, 8] @ CudaSmemLinear
 for t in cuda_threads(0, 32, unit=cuda_thread):
