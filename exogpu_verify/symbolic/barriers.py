@@ -103,6 +103,15 @@ def _thread_count(enc: Encoder, r: Event, thr: list) -> int | None:
     return len(pts)
 
 
+def _range_body(enc: Encoder, r: Event, tg, depth: int, zs: list) -> str:
+    """isl text (over ``l0..``, ``zs``) of 'some instance of ``r`` targets element ``zs``
+    of the allocation instance ``l0..``'."""
+    ls = " and ".join(f"l{i} = a{i}" for i in range(depth)) or "1 = 1"
+    body = f"{enc.dom(r, 'a')} and {ls} and {enc.barrier_elems(tg, r, 'a', zs)}"
+    dims = enc.dims(r, "a")
+    return f"exists ({', '.join(dims)} : {body})" if dims else f"({body})"
+
+
 def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     """At the free of an mbarrier ring (mirrors the concrete machine): no Arrive on a
     pre-arrived virtual index; every index in [pre, extent + pre) of a touched ring arrived;
@@ -121,38 +130,39 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
                 maps.append((r, m, thr))
     ls = [f"l{i}" for i in range(decl.depth)]
     zs = [f"z{i}" for i in range(nz)]
-    arrived = isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + zs)}] : 1 = 0 }}")
-    for _, m, _ in maps:
-        arrived = arrived.union(m.range())
+    ws = [f"w{i}" for i in range(nz)]
+    space = f"{enc.pstr} -> {{ [{', '.join(ls + zs)}]"
+    arrives = [(r, tg) for r in b.arrives for tg in r.targets if tg.name == name]
+    arr_bodies = [(r, _range_body(enc, r, tg, decl.depth, zs)) for r, tg in arrives]
+    arrived = " or ".join(f"({x})" for _, x in arr_bodies) or "1 = 0"
     # rings are touched by Arrives and Awaits alike (the concrete machine checks both)
-    touched = arrived
-    for w in b.awaits:
-        for tg in w.targets:
-            if tg.name == name:
-                touched = touched.union(_arrive_map(enc, w, tg, decl.depth, nz)[0].range())
-    if touched.is_empty():
+    touching = arrives + [(w, tg) for w in b.awaits for tg in w.targets if tg.name == name]
+    touched_w = " or ".join(f"({_range_body(enc, e, tg, decl.depth, ws)})"
+                            for e, tg in touching) or "1 = 0"
+    if isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + ws)}] : {enc.context} and ({touched_w}) }}"
+               ).is_empty():
         return
     if pre:
-        low = arrived.intersect(isl.Set(
-            f"{enc.pstr} -> {{ [{', '.join([f'l{i}' for i in range(decl.depth)] + [f'z{i}' for i in range(nz)])}] : "
-            + " or ".join(f"z{d} < {pre}" for d in rdims) + " }"))
+        low = (f"{space} : {enc.context} and ({arrived}) and ("
+               + " or ".join(f"z{d} < {pre}" for d in rdims) + ") }")
         ob = Obligation(f"no Arrive on a pre-arrived index of {decl.display}", "barrier misuse",
-                        None, maps[0][0] if maps else None, str(low))
-        decide(ob, low, ms)
+                        None, maps[0][0] if maps else None, low)
+        decide(ob, isl.Set(low), ms)
         yield ob
     # every index of a touched ring (same alloc instance and non-ring coordinates) arrived
-    sp = [f"l{i}" for i in range(decl.depth)] + [f"z{i}" for i in range(nz)]
-    sp2 = [f"l{i}" for i in range(decl.depth)] + [f"w{i}" for i in range(nz)]
     same_outer = " and ".join(f"w{d} = z{d}" for d in range(nz) if d not in rdims) or "1 = 1"
     rng = " and ".join(f"{pre} <= z{d} < {to_isl_str(decl.shape[d], enc._pren())} + {pre}"
                        for d in rdims)
-    spread = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp2)}] -> [{', '.join(sp)}] : "
-                     f"{same_outer} and {rng} }}")
-    need = touched.apply(spread.align_params(touched.get_space()))
-    missing = need.subtract(arrived).coalesce()
+    need = (f"{space} : {enc.context} and exists ({', '.join(ws)} : ({touched_w}) and "
+            f"{same_outer} and {rng}) }}") if ws else f"{space} : {enc.context} and {rng} }}"
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
-                    maps[0][0] if maps else None, str(need))
-    decide(ob, missing, ms)
+                    maps[0][0] if maps else None, need)
+    missing = isl.Set(need)
+    for r, body in arr_bodies:
+        txt = f"{space} : {body} }}"
+        ob.ordered.append((f"Arrive at line {r.srcinfo.line}", txt))
+        missing = missing.subtract(isl.Set(txt))
+    decide(ob, missing.coalesce(), ms)
     yield ob
     counts = set()
     for k, (r, m, thr) in enumerate(maps):
@@ -180,7 +190,7 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
     decl = enc.prog.vars[tgt.name]
     dims = enc.dims(w, "b")
     space = f"{enc.pstr} -> {{ [{', '.join(dims)}]"
-    bad = isl.Set(f"{space} : 1 = 0 }}")
+    bodies = []
     nz = len(decl.shape)
     for a in enc.prog.events:
         for tb in (x for x in a.trailing if x.name == tgt.name):
@@ -199,12 +209,12 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
                         f"{enc.before(a, 'c', r, 'r')} and {enc.before(r, 'r', w, 'b')} and "
                         f"{enc.same_prefix(r, 'r', w, 'b', decl.depth)} and {relem}")))
             cover = " or ".join(f"({x})" for x in between) or "1 = 0"
-            body = b.exists([(a, "c")], f"{issued} and not ({cover})")
-            bad = bad.union(isl.Set(f"{space} : {enc.context} and {enc.dom(w, 'b')} and "
-                                    f"{body} }}"))
+            bodies.append(b.exists([(a, "c")], f"{issued} and not ({cover})"))
+    text = (f"{space} : {enc.context} and {enc.dom(w, 'b')} and ("
+            + (" or ".join(f"({x})" for x in bodies) or "1 = 0") + ") }")
     ob = Obligation(f"copies completing on {decl.display} issued before an Arrive "
-                    f"(Await at line {w.srcinfo.line})", "barrier misuse", None, w, str(bad))
-    decide(ob, bad.coalesce(), ms)
+                    f"(Await at line {w.srcinfo.line})", "barrier misuse", None, w, text)
+    decide(ob, isl.Set(text).coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob
 
@@ -216,23 +226,27 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     decl = enc.prog.vars[tgt.name]
     base = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {enc.context} and {enc.dom(w, 'b')} }}"
     s = isl.Set(base)
+    ordered = []
     for r in b.arrives:
         if not any(x.name == tgt.name for x in r.targets):
             continue
         m = b.exists([(r, "r")], b.match(r, "r", w, "b", any_count=True))
-        s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"))
+        txt = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"
+        ordered.append((f"Arrive at line {r.srcinfo.line}", txt))
+        s = s.subtract(isl.Set(txt))
     k = getattr(decl.mem, "pre_arrive", 0)
-    if k and not s.is_empty():
+    if k:
         pre = []
         for d, depth in enumerate(decl.ring):
             if depth is not None:
                 x = tgt.idx[d]
                 pre.append(f"{enc.ex(x[1], w, 'b')} < {k}")
         if pre:
-            s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : "
-                                   f"{' or '.join(pre)} }}"))
+            txt = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {' or '.join(pre)} }}"
+            ordered.append((f"pre-arrived (the first {k} indices)", txt))
+            s = s.subtract(isl.Set(txt))
     ob = Obligation(f"await progress {decl.display} (line {w.srcinfo.line})", "await progress",
-                    None, w, base)
+                    None, w, base, ordered)
     decide(ob, s.coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob

@@ -2,8 +2,8 @@
 
 Pipeline: static analyses (thread mappings) -> AMIR -> events -> one obligation per
 (conflicting access pair, hazard), per SMEM free, per access bound, per Await. isl computes
-each obligation's remainder (conflicts minus ordered pairs); Z3 independently decides the
-remainder's emptiness as a quantifier-free linear-integer formula (both must say empty).
+each obligation's remainder (conflicts minus ordered pairs); then every obligation, stated
+whole in SMT-LIB from its isl texts, must be ``unsat`` in Z3 and in cvc5 (``decide.py``).
 A non-empty remainder gives the smallest sizes that reach it; the concrete interpreter
 replays those sizes to produce the witness, and only then is the proc refuted.
 """
@@ -23,6 +23,8 @@ from .relations import Encoder
 from .barriers import (arrive_progress, barrier_bounds, one_arrive_statement,
                        range_obligation, ring_balance, trailing_before_arrive)
 from .decide import decide as _decide
+from .decide import discharge
+from .solvers import SOLVERS
 
 
 @dataclass
@@ -57,8 +59,10 @@ def _smallest_sizes(s: isl.Set, params: list[str]) -> dict:
     return out
 
 
-def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult:
-    """Prove ``seq[p] == par[p]`` for all sizes satisfying the asserts; see module docstring."""
+def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0, solvers=SOLVERS
+                        ) -> SymbolicResult:
+    """Prove ``seq[p] == par[p]`` for all sizes satisfying the asserts; see module docstring.
+    ``solvers``: the SMT solvers that must each find every obligation unsat."""
     t0 = time.perf_counter()
     deadline = t0 + timeout_s
     from ..analysis import analyze
@@ -102,6 +106,11 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
                              obs, ob, sizes, time.perf_counter() - t0)
         res.candidates = cands
         return res
+    try:
+        discharge(obs, solvers, deadline)
+    except Unsupported as u:
+        return SymbolicResult("unknown", u.reason, obs, seconds=time.perf_counter() - t0,
+                              srcinfo=u.srcinfo)
     return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0)
 
 
@@ -211,7 +220,7 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
     if conflict.is_empty():
         ob.empty = True
         ob.remainder = conflict
-        ob.extra = {"z3": "not needed (no conflicting instances)"}
+        ob.extra = {"isl": "empty (no conflicting instances)"}
         ob.seconds = time.perf_counter() - t
         return ob
     # supersession: a non-atomic mutation between A and B on the element hides A
