@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from exogpu_verify.frontend.printer import print_proc
+from exogpu_verify.ir.printer import print_proc
 from exogpu_verify.ir.nodes import Procedure
 
 from .errors import usage

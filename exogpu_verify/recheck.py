@@ -13,7 +13,7 @@
 
 Every difference is reported with the obligation and what differs. ``exogpu-verify
 --recheck`` finds ``p`` by re-loading the source the certificate names; the codegen gate
-passes the proc it is about to compile. Results are cached per (file content, program).
+passes the proc it is about to compile.
 """
 
 from __future__ import annotations
@@ -286,13 +286,17 @@ def _bad_text_note(c: dict) -> str:
 
 # ------------------------------------------------------------------------ the check
 
-_CACHE: dict = {}
+#: successful derivations, per proc (a Procedure compares by value: same IR, same source
+#: location). Deriving is a pure function of the program, so a process that checks several
+#: certificates of one proc (the gate called again, a test suite) derives it once.
+_DERIVED: dict = {}
 
 
-def recheck_certificate(path, p, timeout_s: float = 60.0) -> RecheckResult:
+def recheck_certificate(path, p, timeout_s: float = 60.0, cache: bool = True
+                        ) -> RecheckResult:
     """Check the certificate at ``path`` against the proc ``p`` it must prove (see the
     module docstring). ``p`` None: only the file itself is checked (and that fails, since
-    nothing can be re-derived)."""
+    nothing can be re-derived). ``cache``: reuse this process's earlier derivation of ``p``."""
     t0 = time.perf_counter()
     path = Path(path)
     data, problems = read_certificate(path)
@@ -307,27 +311,22 @@ def recheck_certificate(path, p, timeout_s: float = 60.0) -> RecheckResult:
     if data["proc"] != p.name:
         res.problems.append(f"proc: the certificate is for {data['proc']!r}, not {p.name!r}")
         return _done(res, t0)
-    now = program_hash(p)
-    if data["program_hash"] != now:
+    if data["program_hash"] != program_hash(p):
         res.problems.append(
             f"stale certificate: {p.name} changed since it was proven (program hash differs; "
             f"{_line_diff(data['program'], program_text(p))}); re-run exogpu-verify "
             "--certificates DIR on its source")
         return _done(res, t0)
-    key = (hashlib.sha256(path.read_bytes()).hexdigest(), now)
-    if key in _CACHE:
-        cached = _CACHE[key]
-        return RecheckResult(path, cached.ok, list(cached.problems), cached.obligations,
-                             cached.proc, time.perf_counter() - t0)
-    derived, why = derive_obligations(p, timeout_s)
+    derived = _DERIVED.get(p) if cache else None
     if derived is None:
-        res.problems.append(f"the program is not proven by this exogpu ({why}): the "
-                            "certificate's verdict 'proven' no longer holds")
-    else:
-        res.problems += compare_obligations(data["obligations"], derived)
-    _done(res, t0)
-    _CACHE[key] = res
-    return res
+        derived, why = derive_obligations(p, timeout_s)
+        if derived is None:
+            res.problems.append(f"the program is not proven by this exogpu ({why}): the "
+                                "certificate's verdict 'proven' no longer holds")
+            return _done(res, t0)
+        _DERIVED[p] = derived
+    res.problems += compare_obligations(data["obligations"], derived)
+    return _done(res, t0)
 
 
 def derive_obligations(p, timeout_s: float = 60.0):

@@ -26,7 +26,7 @@ import islpy as isl
 from ..ir import nodes as N
 from ..ir.affine import NotAffine, cond_to_isl_str, to_isl_str
 from ..ir.types import ControlType
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from .irtools import add
 
 

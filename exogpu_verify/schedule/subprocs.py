@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace as _dc_replace
 
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from ..ir.types import ControlType

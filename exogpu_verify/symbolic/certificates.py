@@ -26,7 +26,7 @@ PROOF_SOLVERS = ("z3", "cvc5")
 
 
 def program_text(p) -> str:
-    from ..frontend.printer import print_proc
+    from ..ir.printer import print_proc
 
     return print_proc(p)
 

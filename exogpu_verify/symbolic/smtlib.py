@@ -116,8 +116,13 @@ def set_formula(s: IslSet, dims: list[str], params: dict, names: _Names) -> str:
         env = dict(params)
         for d, sym in zip(pc.dims, dims):
             env[d] = sym
-        out.append(_render(pc.formula, env, names))
-    return out[0] if len(out) == 1 else "(or " + " ".join(out) + ")"
+        f = pc.formula
+        if f[0] == "and":  # one top-level conjunct per line, for people reading the script
+            out.append("(and\n" + "\n".join(f"    {_render(x, env, names)}" for x in f[1])
+                       + ")")
+        else:
+            out.append(_render(f, env, names))
+    return out[0] if len(out) == 1 else "(or\n" + "\n".join(out) + ")"
 
 
 def _comment(text: str) -> str:
