@@ -208,17 +208,10 @@ def _isl_problem(text: str, otherwise: str) -> str:
     return f"differs from the one re-derived from the program ({otherwise})"
 
 
-def _normal_smt(text: str) -> str:
-    from .symbolic.solvers import _TOK
-
-    return " ".join(t for t in _TOK.findall(text)
-                    if t.strip() and not t.startswith(";"))
-
-
 def _smt_problem(i: int, c: dict, derived_text: str) -> str | None:
-    from .symbolic.solvers import ScriptError, check_script, run_z3
+    from .symbolic.solvers import ScriptError, check_script, normalized, run_z3
 
-    if _normal_smt(c["smtlib"]) == _normal_smt(derived_text):
+    if normalized(c["smtlib"]) == normalized(derived_text):
         return None
     msg = (f"obligations[{i}] ({_short(c['name'])}).smtlib differs from the SMT-LIB script "
            "of the re-derived obligation")

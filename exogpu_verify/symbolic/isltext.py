@@ -29,8 +29,10 @@ class ParseError(ValueError):
     """Text outside the grammar; ``pos`` is the character offset."""
 
     def __init__(self, msg: str, pos: int, text: str):
-        snippet = text[max(0, pos - 30):pos + 30].replace("\n", " ")
-        super().__init__(f"{msg} at character {pos} (near '{snippet}')")
+        if text:
+            snippet = text[max(0, pos - 30):pos + 30].replace("\n", " ")
+            msg = f"{msg} at character {pos} (near '{snippet}')"
+        super().__init__(msg)
         self.pos = pos
 
 

@@ -66,10 +66,7 @@ def _render(f, env: dict, names: _Names) -> str:
     if tag == "num":
         return _num(f[1])
     if tag == "var":
-        if f[1] not in env:
-            raise ParseError(f"unknown name {f[1]!r} (not a parameter, a dimension of the "
-                             "tuple, or a name bound by exists)", 0, "")
-        return env[f[1]]
+        return env[f[1]]  # set_formula checked that every free name is known
     if tag == "add":
         return "(+ " + " ".join(_render(x, env, names) for x in f[1]) + ")"
     if tag == "mul":
@@ -113,6 +110,10 @@ def set_formula(s: IslSet, dims: list[str], params: dict, names: _Names) -> str:
         if len(pc.dims) != len(dims):
             raise SpaceMismatch(f"a set has {len(pc.dims)} dimensions where the conflict set "
                                 f"has {len(dims)}")
+        unknown = free_names(pc.formula) - set(s.params) - set(pc.dims)
+        if unknown:
+            raise ParseError(f"unknown name(s) {', '.join(sorted(unknown))} (neither a "
+                             "parameter, nor a dimension, nor bound by exists)", 0, "")
         env = dict(params)
         for d, sym in zip(pc.dims, dims):
             env[d] = sym
@@ -167,11 +168,3 @@ def obligation_smtlib(conflict: str, ordered: list, title: str = "") -> str:
     lines.append("(check-sat)")
     lines.append("(exit)")
     return "\n".join(lines) + "\n"
-
-
-def check_free_names(s: IslSet) -> None:
-    """Every name a piece uses is a parameter, one of its dimensions, or bound."""
-    for pc in s.pieces:
-        extra = free_names(pc.formula) - set(s.params) - set(pc.dims)
-        if extra:
-            raise ParseError(f"unknown name(s) {', '.join(sorted(extra))}", 0, "")

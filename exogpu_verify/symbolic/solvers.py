@@ -34,6 +34,11 @@ class Answer:
 _TOK = re.compile(r'\s+|;[^\n]*|\|[^|]*\||"(?:[^"]|"")*"|[()]|[^\s()|";]+')
 
 
+def normalized(text: str) -> str:
+    """The script's tokens without comments and layout (what a solver reads)."""
+    return " ".join(t for t in _TOK.findall(text) if t.strip() and not t.startswith(";"))
+
+
 def commands(text: str) -> list[str]:
     """Heads of the top-level commands of ``text`` (``ScriptError`` when unbalanced or
     not a list of commands)."""
