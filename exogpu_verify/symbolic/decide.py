@@ -21,7 +21,7 @@ from .events import Unsupported
 from .isltext import ParseError
 from .obligations import Obligation
 from .smtlib import SpaceMismatch, obligation_smtlib
-from .solvers import SOLVERS, ScriptError, run
+from .solvers import SOLVERS, ScriptError, check_script, run
 
 
 def decide(ob: Obligation, remainder: isl.Set, timeout_ms: int = 0) -> None:
@@ -53,6 +53,11 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
         except (ParseError, SpaceMismatch) as e:
             raise Unsupported(f"obligation {ob.name}: its isl text cannot be stated in "
                               f"SMT-LIB ({e}); this is a bug in exogpu", where) from None
+        try:
+            check_script(text)
+        except ScriptError as e:
+            raise Unsupported(f"obligation {ob.name}: the SMT-LIB script is malformed "
+                              f"({e}); this is a bug in exogpu", where) from None
         ob.extra["smtlib"] = text
         answers = ob.extra.setdefault("solvers", {"isl": "empty"})
         secs = ob.extra.setdefault("solver_seconds", {})
@@ -65,11 +70,7 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
                     if ms <= 0:
                         raise Unsupported(f"the time limit ran out before {solver} decided "
                                           f"obligation {ob.name}", where)
-                try:
-                    seen[key] = run(solver, text, ms)
-                except ScriptError as e:
-                    raise Unsupported(f"obligation {ob.name}: the SMT-LIB script is malformed "
-                                      f"({e}); this is a bug in exogpu", where) from None
+                seen[key] = run(solver, text, ms, checked=True)
             a = seen[key]
             answers[solver] = a.result
             secs[solver] = round(a.seconds, 4)

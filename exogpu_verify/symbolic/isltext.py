@@ -74,7 +74,7 @@ def _tokens(text: str) -> list:
         val = m.group(kind)
         out.append((kind, val, m.start(kind)))
         pos = m.end()
-    out.append(("end", "", n))
+    out += [("end", "", n)] * 3  # padding: peek(k) needs no bounds check (k <= 2)
     return out
 
 
@@ -84,15 +84,15 @@ class _Parser:
         self.toks = _tokens(text)
         self.i = 0
         self.fresh = 0
-        self.furthest: ParseError | None = None
+        self.boolean = _boolean_parens(self.toks)
 
     # ---------------------------------------------------------------- helpers
     def peek(self, k: int = 0):
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
+        return self.toks[self.i + k]
 
     def at(self, val: str) -> bool:
-        kind, v, _ = self.peek()
-        return v == val and kind in ("op", "name")
+        kind, v, _ = self.toks[self.i]
+        return v == val and kind != "num"
 
     def take(self, val: str | None = None, kind: str | None = None):
         t = self.peek()
@@ -252,25 +252,17 @@ class _Parser:
         return parts[0] if len(parts) == 1 else ("and", tuple(parts))
 
     def item(self):
-        """A term, or a parenthesized formula (tried first; a parenthesized term such as
-        ``(a) mod 4`` fails as a formula and is re-read as a term). Returns ("term", t) or
-        ("formula", f). Each nesting level is tried as a formula once, so the cost stays
-        linear in the nesting depth times the length."""
-        if self.at("("):
-            save = self.i
-            try:
-                self.take("(")
-                f = self.formula()
-                self.take(")")
-                return ("formula", f)
-            except ParseError as e:
-                self._note(e)
-                self.i = save
+        """A term, or a parenthesized formula: a parenthesis holds a formula exactly when a
+        comparison, a boolean keyword or a parenthesized formula stands at its own top level
+        (``(a < b)``, ``((x) mod 4 = 0)``, ``((a = b))``), and a term otherwise
+        (``((a) mod 4)``). Returns ("term", t)
+        or ("formula", f)."""
+        if self.at("(") and self.i in self.boolean:
+            self.take("(")
+            f = self.formula()
+            self.take(")")
+            return ("formula", f)
         return ("term", self.term())
-
-    def _note(self, e: ParseError):
-        if self.furthest is None or e.pos > self.furthest.pos:
-            self.furthest = e
 
     # ---------------------------------------------------------------- terms
     def term(self):
@@ -362,19 +354,31 @@ def _const(t):
     return t[1] if t[0] == "num" else None
 
 
+def _boolean_parens(toks) -> set:
+    """Token indices of the '(' whose contents, at their own top level, hold a comparison,
+    a boolean keyword or such a parenthesis (one pass; unbalanced text is left to the
+    parser to report)."""
+    out, stack = set(), []
+    for k, (kind, val, _) in enumerate(toks):
+        if kind == "op" and val == "(":
+            stack.append(k)
+        elif kind == "op" and val == ")":
+            if stack:
+                k0 = stack.pop()
+                if k0 in out and stack:  # ((a < b)): a formula inside makes one
+                    out.add(stack[-1])
+        elif stack and ((kind == "op" and val in _CMP) or
+                        (kind == "name" and val in ("and", "or", "not", "exists", "true",
+                                                    "false"))):
+            out.add(stack[-1])
+    return out
+
+
 def parse_set(text: str) -> IslSet:
     """Parse an isl set text (see the module docstring); ``ParseError`` if outside it."""
     if not isinstance(text, str):
         raise ParseError(f"expected isl text, got {type(text).__name__}", 0, "")
-    p = _Parser(text)
-    try:
-        return p.parse_set()
-    except ParseError as e:
-        # report the error that got furthest (a failed formula reading of a parenthesis
-        # usually says more than the term reading that replaced it)
-        if p.furthest is not None and p.furthest.pos > e.pos:
-            raise p.furthest from None
-        raise
+    return _Parser(text).parse_set()
 
 
 def free_names(f, bound=frozenset()) -> set:

@@ -60,10 +60,10 @@ def test_z3_only_and_isl_only_modes_for_benchmarks():
 def test_solver_disagreement_is_unknown_with_the_reason(monkeypatch, answer, words):
     real = decide_mod.run
 
-    def fake(solver, text, ms):
+    def fake(solver, text, ms, checked=False):
         if solver == "cvc5":
             return Answer("cvc5", answer, 0.0, "timeout" if answer == "unknown" else "")
-        return real(solver, text, ms)
+        return real(solver, text, ms, checked)
 
     monkeypatch.setattr(decide_mod, "run", fake)
     r = check_sync_symbolic(transpose())
