@@ -81,11 +81,11 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0, solvers=SOLVERS
                                   "not model boolean parameters", prm.srcinfo)
         enc = Encoder(prog, size_params)
         # statements that never execute (constant-false guards from metaprogramming) are
-        # not part of the program's behaviour
-        prog.events = [e for e in prog.events if not isl.Set(
-            f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
-            f"{enc.dom(e, 'a')} }}").is_empty()]
-        obs = list(_obligations(prog, enc, deadline))
+        # not part of the program's behaviour; that they never execute is an obligation too
+        # (so the solvers, and a certificate's reader, see it)
+        dead = _never_executed(prog, enc)
+        prog.events = [e for e in prog.events if all(e is not ob.second for ob in dead)]
+        obs = dead + list(_obligations(prog, enc, deadline))
     except Unsupported as u:
         return SymbolicResult("unknown", u.reason, seconds=time.perf_counter() - t0,
                               srcinfo=u.srcinfo)
@@ -112,6 +112,22 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0, solvers=SOLVERS
         return SymbolicResult("unknown", u.reason, obs, seconds=time.perf_counter() - t0,
                               srcinfo=u.srcinfo)
     return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0)
+
+
+def _never_executed(prog, enc: Encoder) -> list:
+    """One obligation per event whose instances are empty at every size: its domain."""
+    out = []
+    for e in prog.events:
+        text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
+                f"{enc.dom(e, 'a')} }}")
+        dom = isl.Set(text)
+        if dom.is_empty():
+            where = f" (line {e.srcinfo.line})" if e.srcinfo else ""
+            ob = Obligation(f"{e.what or e.kind}{where} never executes", "never executes",
+                            None, e, text)
+            _decide(ob, dom)
+            out.append(ob)
+    return out
 
 
 def _obligations(prog, enc: Encoder, deadline: float):
