@@ -117,8 +117,8 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     pre-arrived virtual index; every index in [pre, extent + pre) of a touched ring arrived;
     the same number of Arrive instances on every index. The last is proven by a sufficient
     condition: the Arrive statements hit disjoint indices, each statement's instances (less
-    their thread iterators) hit an index at most once, and all statements run the same
-    number of thread-iterator combinations per instance."""
+    their thread iterators) hit an index at most once (two obligations each), and all
+    statements run the same number of thread-iterator combinations per instance."""
     pre = getattr(decl.mem, "pre_arrive", 0)
     rdims = [d for d, r in enumerate(decl.ring) if r is not None]
     nz = len(decl.shape)
@@ -164,20 +164,63 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
         missing = missing.subtract(isl.Set(txt))
     decide(ob, missing.coalesce(), ms)
     yield ob
+    # the equal-count argument: each statement hits an index at most once per instance
+    # (less its thread iterators), and statements hit disjoint indices. Both are set
+    # emptiness, so they are obligations (certificates and solvers see them); failing one
+    # is not a bug, only the end of this argument: Unsupported, as the thread counts
     counts = set()
-    for k, (r, m, thr) in enumerate(maps):
+    for k, ((r, m, thr), (_, tg)) in enumerate(zip(maps, arrives)):
         c = _thread_count(enc, r, thr)
-        if c is None or not m.is_injective():
+        if c is None:
             raise Unsupported(f"cannot prove that every index of the ring {decl.display} gets "
                               "the same number of Arrive instances", r.srcinfo)
         counts.add(c)
-        for r2, m2, _ in maps[k + 1:]:
-            if not m.range().intersect(m2.range()).is_empty():
+        ob = _at_most_once(enc, r, tg, thr, decl, ms)
+        if ob is not None:
+            if not ob.empty:
+                raise Unsupported(f"cannot prove that every index of the ring {decl.display} "
+                                  "gets the same number of Arrive instances", r.srcinfo)
+            yield ob
+        for j in range(k + 1, len(maps)):
+            r2 = maps[j][0]
+            text = (f"{space} : {enc.context} and ({arr_bodies[k][1]}) and "
+                    f"({arr_bodies[j][1]}) }}")
+            ob = Obligation(f"Arrive statements at lines {r.srcinfo.line} and "
+                            f"{r2.srcinfo.line} target disjoint indices of {decl.display}",
+                            "barrier misuse", r, r2, text)
+            decide(ob, isl.Set(text), ms)
+            if not ob.empty:
                 raise Unsupported(f"two Arrive statements may target the same index of "
                                   f"{decl.display}", r2.srcinfo)
+            yield ob
     if len(counts) > 1:
         raise Unsupported(f"Arrive statements on {decl.display} run different thread counts",
                           maps[0][0].srcinfo)
+
+
+def _at_most_once(enc: Encoder, r: Event, tg, thr: list, decl, ms) -> Obligation | None:
+    """Two different instances of ``r`` (thread iterators aside) on one ring index: the
+    set must be empty (None when every loop of ``r`` is a thread loop)."""
+    keep = [k for k in range(len(r.loops)) if k not in thr]
+    if not keep:
+        return None
+    nz = len(decl.shape)
+    ls = [f"l{i}" for i in range(decl.depth)]
+    zs = [f"z{i}" for i in range(nz)]
+    same = " and ".join([f"l{i} = a{i} and l{i} = b{i}" for i in range(decl.depth)] +
+                        [enc.barrier_elems(tg, r, "a", zs), enc.barrier_elems(tg, r, "b", zs)])
+    body = f"{enc.dom(r, 'a')} and {enc.dom(r, 'b')} and {same}"
+    ex = [f"a{k}" for k in thr] + [f"b{k}" for k in thr] + ls + zs
+    if ex:
+        body = f"exists ({', '.join(ex)} : {body})"
+    differ = " or ".join(f"a{k} != b{k}" for k in keep)
+    dims = [f"a{k}" for k in keep] + [f"b{k}" for k in keep]
+    text = (f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and ({differ}) and "
+            f"{body} }}")
+    ob = Obligation(f"Arrive at line {r.srcinfo.line} hits each index of {decl.display} at "
+                    "most once", "barrier misuse", r, r, text)
+    decide(ob, isl.Set(text), ms)
+    return ob
 
 
 def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
