@@ -160,9 +160,9 @@ def _first_diff(a: str, b: str, ctx: int = 30) -> str:
             break
     else:
         k = min(len(a), len(b))
-    lo = max(0, k - ctx)
-    return (f"first difference at character {k}: certificate "
-            f"{_short(a[lo:k + ctx], 2 * ctx + 10)} vs program {_short(b[lo:k + ctx], 2 * ctx + 10)}")
+    lo, n = max(0, k - ctx), 2 * ctx + 10
+    return (f"first difference at character {k}: certificate {_short(a[lo:k + ctx], n)} "
+            f"vs program {_short(b[lo:k + ctx], n)}")
 
 
 def _line_diff(old: str, new: str) -> str:
