@@ -171,15 +171,18 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     counts = set()
     for k, ((r, m, thr), (_, tg)) in enumerate(zip(maps, arrives)):
         c = _thread_count(enc, r, thr)
-        if c is None:
-            raise Unsupported(f"cannot prove that every index of the ring {decl.display} gets "
-                              "the same number of Arrive instances", r.srcinfo)
-        counts.add(c)
-        ob = _at_most_once(enc, r, tg, thr, decl, ms)
-        if ob is not None:
-            if not ob.empty:
+        ob = _at_most_once(enc, r, tg, thr, decl, ms) if c is not None else None
+        if c is None or (ob is not None and not ob.empty):
+            # whole instances (thread iterators included) hitting every index at most once:
+            # one Arrive instance per arrived index (e.g. `if wg == j % 2:` selects the one
+            # warpgroup that arrives in iteration j)
+            ob = _at_most_once(enc, r, tg, [], decl, ms) if thr else None
+            if ob is None or not ob.empty:
                 raise Unsupported(f"cannot prove that every index of the ring {decl.display} "
                                   "gets the same number of Arrive instances", r.srcinfo)
+            c = 1
+        counts.add(c)
+        if ob is not None:
             yield ob
         for j in range(k + 1, len(maps)):
             r2 = maps[j][0]
@@ -199,8 +202,8 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
 
 
 def _at_most_once(enc: Encoder, r: Event, tg, thr: list, decl, ms) -> Obligation | None:
-    """Two different instances of ``r`` (thread iterators aside) on one ring index: the
-    set must be empty (None when every loop of ``r`` is a thread loop)."""
+    """Two different instances of ``r`` (the iterators in ``thr`` aside) on one ring index:
+    the set must be empty (None when every loop of ``r`` is in ``thr``)."""
     keep = [k for k in range(len(r.loops)) if k not in thr]
     if not keep:
         return None
@@ -217,8 +220,9 @@ def _at_most_once(enc: Encoder, r: Event, tg, thr: list, decl, ms) -> Obligation
     dims = [f"a{k}" for k in keep] + [f"b{k}" for k in keep]
     text = (f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and ({differ}) and "
             f"{body} }}")
+    what = "instance" if not thr else "instance (thread iterators aside)"
     ob = Obligation(f"Arrive at line {r.srcinfo.line} hits each index of {decl.display} at "
-                    "most once", "barrier misuse", r, r, text)
+                    f"most once per {what}", "barrier misuse", r, r, text)
     decide(ob, isl.Set(text), ms)
     return ob
 
