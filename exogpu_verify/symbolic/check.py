@@ -107,7 +107,9 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0, solvers=SOLVERS
         res.candidates = cands
         return res
     try:
-        discharge(obs, solvers, deadline)
+        # the solvers' second opinion has its own time budget (the isl stage may have used
+        # most of the first)
+        discharge(obs, solvers, time.perf_counter() + timeout_s)
     except Unsupported as u:
         return SymbolicResult("unknown", u.reason, obs, seconds=time.perf_counter() - t0,
                               srcinfo=u.srcinfo)
@@ -244,20 +246,30 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         kt = b.exists([(K, "k")], f"{enc.before(A, 'a', K, 'k')} and "
                       f"{enc.before(K, 'k', B, 'b')} and {enc.box(K, 'k', elem)} and "
                       f"{enc.same_prefix(A, 'a', K, 'k', decl.depth)}")
-        conflict = conflict.subtract(isl.Set(b.wrap(A, B, rank, kt)))
-        ob.ordered.append(("superseded", b.wrap(A, B, rank, kt)))
+        conflict = _subtract(conflict, ob, "superseded", b.wrap(A, B, rank, kt))
         if conflict.is_empty():
             break
     if not conflict.is_empty():
         for label, text in b.ordered(A, B, need, E2, conv2, rank, mask):
-            conflict = conflict.subtract(isl.Set(text))
-            ob.ordered.append((label, text))
+            conflict = _subtract(conflict, ob, label, text)
             if conflict.is_empty():
                 break
         conflict = conflict.coalesce()
     _decide(ob, conflict, ms)
     ob.seconds = time.perf_counter() - t
     return ob
+
+
+def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str) -> isl.Set:
+    """Subtract an ordered set from what is left of the conflicts, and record it, only when
+    it orders some pair still left: the obligation then lists the orderings that discharged
+    it (and the solvers never see a set that covers nothing new); the remainder is the
+    same as subtracting every candidate."""
+    s = isl.Set(text)
+    if conflict.intersect(s).is_empty():
+        return conflict
+    ob.ordered.append((label, text))
+    return conflict.subtract(s)
 
 
 def _q(abbrev):

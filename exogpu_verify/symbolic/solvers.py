@@ -113,15 +113,18 @@ def run_cvc5(text: str, timeout_ms: int) -> Answer:
     sm = cvc5.SymbolManager(tm)
     parser = cvc5.InputParser(slv, sm)
     parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, text, "obligation")
-    result = None
+    result, why = None, ""
     try:
         while True:
             cmd = parser.nextCommand()
             if cmd.isNull():
                 break
             out = cmd.invoke(slv, sm).strip()
-            if out in ("sat", "unsat", "unknown"):
+            if out in ("sat", "unsat"):
                 result = out
+            elif out.startswith("unknown"):  # cvc5 says why: "unknown (TIMEOUT)"
+                result = "unknown"
+                why = out[len("unknown"):].strip(" ()")
             elif out.startswith("(error"):
                 return Answer("cvc5", "unknown", time.perf_counter() - t0,
                               f"cvc5 rejected the script: {out}")
@@ -132,8 +135,7 @@ def run_cvc5(text: str, timeout_ms: int) -> Answer:
         return Answer("cvc5", "unknown", time.perf_counter() - t0, "no (check-sat) answer")
     reason = ""
     if result == "unknown":
-        reason = "timeout or incomplete" if time.perf_counter() - t0 >= timeout_ms / 1000 \
-            else "cvc5 answered unknown"
+        reason = f"cvc5 answered unknown ({why.lower() or 'no reason given'})"
     return Answer("cvc5", result, time.perf_counter() - t0, reason)
 
 
