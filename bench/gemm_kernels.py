@@ -22,13 +22,16 @@ launch) with a CTA tile of 128 x 256 and k-steps of 64:
   group wait 0) and a last Fence orders everything before ``C_smem`` is freed.
 
 ``bug`` injects one of ``BUGS`` (see there for what changes and the expected hazard).
-Control flags are closure constants, so the buggy and correct kernels are the same source.
+Control flags are closure constants, so the buggy and correct kernels are the same source;
+each variant is named from the factory's parameters (``gemm_sm90``, ``gemm_sm90_split``,
+``gemm_sm90_<bug>``), so no two variants share a certificate or a generated ``.cu``.
 """
 
 from __future__ import annotations
 
 from exogpu_verify import *  # noqa: F403
 from exogpu_verify.platforms.sm90 import *  # noqa: F403
+from exogpu_verify.schedule import rename
 
 #: bug name -> (what is changed, expected diagnostic kind, expected hazard)
 BUGS = {
@@ -188,7 +191,8 @@ def make_gemm(bug: str = "none", split: bool = False):
                             if FENCE_AFTER == 1:
                                 Fence(cuda_in_order, cuda_in_order)
 
-    return gemm_sm90
+    name = "gemm_sm90" + ("_split" if split else "") + ("" if bug == "none" else f"_{bug}")
+    return gemm_sm90 if name == "gemm_sm90" else rename(gemm_sm90, name)
 
 
 gemm = make_gemm()

@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from exogpu_verify.loader import UsageError, find_files, load_module, module_procs
+from exogpu_verify.loader import UsageError, distinct_procs, find_files, load_module
 from exogpu_verify.errors import ExoGpuError
 
 from .build import build
@@ -62,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             print(diag.render(), file=sys.stderr)
             errors += 1
             continue
-        for p in module_procs(mod):
+        procs, clashes = distinct_procs(mod)
+        for d in clashes:  # two procs of one name would overwrite each other's .cu
+            print(d.render(), file=sys.stderr)
+            errors += 1
+            summary.append({"file": str(f), "ok": False, "error": d.to_json()})
+        for p in procs:
             rec = {"proc": p.name, "file": str(f)}
             try:
                 g = generate(p, arch=args.arch, unchecked=args.unchecked,

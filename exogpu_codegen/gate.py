@@ -1,9 +1,12 @@
 """The proof gate: code is generated only for a program with a valid certificate.
 
 A certificate is produced by the symbolic checker (``exogpu_verify.symbolic.certificates``)
-and is valid for exactly one program: the sha256 of its printed IR. Without one, generation
-is refused unless the caller passes ``unchecked=True`` (``--unchecked``), which is stamped
-into the generated file's header.
+and is valid for exactly one program: the sha256 of its printed IR. The gate applies the
+same validation as ``exogpu-verify --recheck`` (``exogpu_verify.recheck``): the file must be
+well formed, carry this program's hash, and its obligations must be exactly the ones
+re-derived from the program and re-decided by isl, Z3 and cvc5; the refusal lists what is
+wrong. Without a valid certificate, generation is refused unless the caller passes
+``unchecked=True`` (``--unchecked``), which is stamped into the generated file's header.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from exogpu_verify.ir.printer import print_proc
 from exogpu_verify.ir.nodes import Procedure
@@ -50,7 +54,8 @@ def check_gate(p: Procedure, unchecked: bool = False, proof_dir: str | None = No
         return GateResult(False, h, "the proof gate was skipped; no certificate was checked")
     proof_dir = proof_dir or default_proof_dir()
     try:
-        from exogpu_verify.symbolic.certificates import load_certificate
+        from exogpu_verify.recheck import recheck_certificate
+        from exogpu_verify.symbolic.certificates import cert_name
     except ImportError:
         raise usage(f"refusing to generate code for '{p.name}': it needs a proof certificate, "
                     "and no certificate can exist yet (the symbolic checker's certificates, "
@@ -59,12 +64,18 @@ def check_gate(p: Procedure, unchecked: bool = False, proof_dir: str | None = No
                     hint="pass unchecked=True to compile() or --unchecked to exogpu-codegen to "
                          "generate code without a proof (stamped into the generated file)",
                     node=p) from None
-    cert = load_certificate(proof_dir, p)
-    if cert is not None and cert.valid_for(p):
-        return GateResult(True, h, f"checked certificate {cert.path.name} (sha256:{h[:16]}...)")
-    why = (f"no certificate for '{p.name}' in {proof_dir}" if cert is None else
-           f"the certificate for '{p.name}' in {proof_dir} is for a different program (the "
-           "program changed since it was checked)")
-    raise usage(f"refusing to generate code for '{p.name}': {why}",
-                hint=f"run `exogpu-verify --certificates {proof_dir}` on it first, or pass "
-                     "--unchecked / unchecked=True", node=p)
+    path = Path(proof_dir) / cert_name(p)
+    hint = (f"run `exogpu-verify --certificates {proof_dir} <file defining {p.name}>` first, "
+            "or pass --unchecked / unchecked=True")
+    if not path.exists():
+        raise usage(f"refusing to generate code for '{p.name}': no certificate for it in "
+                    f"{proof_dir} (expected {path})", hint=hint, node=p)
+    r = recheck_certificate(path, p)
+    if r.ok:
+        return GateResult(True, h, f"checked certificate {path.name} (sha256:{h[:16]}...; "
+                          f"{r.obligations} obligations re-derived and re-decided by isl, Z3 "
+                          "and cvc5)")
+    shown = r.problems[:4]
+    more = f" (and {len(r.problems) - 4} more)" if len(r.problems) > 4 else ""
+    raise usage(f"refusing to generate code for '{p.name}': its certificate {path} is "
+                f"rejected: " + "; ".join(shown) + more, hint=hint, node=p)

@@ -99,7 +99,7 @@ def _symbolic(p, sizes, mode, timeout_s, stages, t0):
         return None
     if res.verdict == "proven":
         return Report(p.name, "proven", (), f"{len(res.obligations)} obligations discharged "
-                      "for all sizes (isl + Z3)", None, stages=tuple(stages),
+                      "for all sizes (isl, Z3, cvc5)", None, stages=tuple(stages),
                       seconds=time.perf_counter() - t0,
                       extra={"obligations": res.obligations, "facts": res.facts})
     if res.verdict == "refuted":

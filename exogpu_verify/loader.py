@@ -73,3 +73,34 @@ def module_procs(mod) -> list[Procedure]:
             if v not in out:
                 out.append(v)
     return out
+
+
+def name_clashes(mod, procs: list[Procedure]) -> dict[str, Diagnostic]:
+    """One ``usage`` diagnostic per name that several different procs of ``mod`` share
+    (typically procs built by one factory function): they would share one certificate and
+    one generated ``.cu``, so the tools refuse them instead of guessing."""
+    by: dict[str, list[Procedure]] = {}
+    for p in procs:
+        by.setdefault(p.name, []).append(p)
+    out = {}
+    for name, ps in by.items():
+        if len(ps) < 2:
+            continue
+        binds = [k for k, v in vars(mod).items() if any(v is p for p in ps)]
+        si = ps[-1].srcinfo
+        out[name] = (Diagnostic.at(
+            "usage", f"{len(ps)} different procs are named '{name}' (module-level names "
+            f"{', '.join(binds)}): they would share one certificate and one generated .cu "
+            "file", si,
+            hint="give each proc its own name: derive the name from the factory's parameters "
+                 "with rename (from exogpu_verify.schedule import rename; e.g. "
+                 f"`{binds[-1] if binds else 'p'} = rename(make(...), "
+                 f"\"{binds[-1] if binds else name + '_2'}\")`)"))
+    return out
+
+
+def distinct_procs(mod) -> tuple[list[Procedure], list[Diagnostic]]:
+    """Module-level procs of ``mod`` whose names are unique, and the name clashes."""
+    procs = module_procs(mod)
+    clashes = name_clashes(mod, procs)
+    return [p for p in procs if p.name not in clashes], list(clashes.values())

@@ -18,7 +18,6 @@ import time
 
 import islpy as isl
 
-from ..ir.affine import to_isl_str
 from .decide import decide
 from .events import Event, Unsupported
 from .obligations import Builder, Obligation
@@ -60,10 +59,9 @@ def barrier_bounds(e: Event, ref, enc: Encoder, ms) -> Obligation:
                             "barrier index out of range", extra)
 
 
-def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int, with_threads: bool = False):
-    """isl map: Arrive instance less its thread iterators (all of it when ``with_threads``)
-    -> [alloc loops, element]."""
-    thr = [k for k, lp in enumerate(r.loops) if lp.kind == "threads" and not with_threads]
+def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int):
+    """isl map: Arrive instance less its thread iterators -> [alloc loops, element]."""
+    thr = [k for k, lp in enumerate(r.loops) if lp.kind == "threads"]
     keep = [f"a{k}" for k in range(len(r.loops)) if k not in thr]
     ls = [f"l{i}" for i in range(depth)]
     zs = [f"z{i}" for i in range(nz)]
@@ -107,14 +105,23 @@ def _thread_count(enc: Encoder, r: Event, thr: list) -> int | None:
     return len(pts)
 
 
+def _range_body(enc: Encoder, r: Event, tg, depth: int, zs: list, lv: str = "l") -> str:
+    """isl text (over ``l0..``, or ``lv`` + index, and ``zs``) of 'some instance of ``r``
+    targets element ``zs`` of the allocation instance ``l0..``'."""
+    ls = " and ".join(f"{lv}{i} = a{i}" for i in range(depth)) or "1 = 1"
+    body = f"{enc.dom(r, 'a')} and {ls} and {enc.barrier_elems(tg, r, 'a', zs)}"
+    dims = enc.dims(r, "a")
+    return f"exists ({', '.join(dims)} : {body})" if dims else f"({body})"
+
+
 def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     """At the free of an mbarrier ring (mirrors the concrete machine): no Arrive on a
     pre-arrived virtual index; every index in [pre, extent + pre) of every element in use
     (touched in some lifetime) arrived in every lifetime;
     the same number of Arrive instances on every index. The last is proven by a sufficient
     condition: the Arrive statements hit disjoint indices, each statement's instances (less
-    their thread iterators) hit an index at most once, and all statements run the same
-    number of thread-iterator combinations per instance."""
+    their thread iterators) hit an index at most once (two obligations each), and all
+    statements run the same number of thread-iterator combinations per instance."""
     pre = getattr(decl.mem, "pre_arrive", 0)
     rdims = [d for d, r in enumerate(decl.ring) if r is not None]
     nz = len(decl.shape)
@@ -126,57 +133,110 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
                 maps.append((r, m, thr))
     ls = [f"l{i}" for i in range(decl.depth)]
     zs = [f"z{i}" for i in range(nz)]
-    arrived = isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + zs)}] : 1 = 0 }}")
-    for _, m, _ in maps:
-        arrived = arrived.union(m.range())
-    # every element in use (its coordinates outside the ring dimensions, touched by an
-    # Arrive or an Await in some lifetime) in every lifetime: codegen advances the phase base
-    # of all of a ring's physical mbarriers at the end of each lifetime (mirrors
-    # amir/rules.py, check_ring_balance)
-    touched = arrived
-    for w in b.awaits:
-        for tg in w.targets:
-            if tg.name == name:
-                touched = touched.union(_arrive_map(enc, w, tg, decl.depth, nz)[0].range())
+    ws = [f"w{i}" for i in range(nz)]
+    space = f"{enc.pstr} -> {{ [{', '.join(ls + zs)}]"
+    arrives = [(r, tg) for r in b.arrives for tg in r.targets if tg.name == name]
+    arr_bodies = [(r, _range_body(enc, r, tg, decl.depth, zs)) for r, tg in arrives]
+    arrived = " or ".join(f"({x})" for _, x in arr_bodies) or "1 = 0"
+    # rings are touched by Arrives and Awaits alike (the concrete machine checks both)
+    touching = arrives + [(w, tg) for w in b.awaits for tg in w.targets if tg.name == name]
+    touched_w = " or ".join(f"({_range_body(enc, e, tg, decl.depth, ws)})"
+                            for e, tg in touching) or "1 = 0"
+    if isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + ws)}] : {enc.context} and ({touched_w}) }}"
+               ).is_empty():
+        return
+    if pre:
+        low = (f"{space} : {enc.context} and ({arrived}) and ("
+               + " or ".join(f"z{d} < {pre}" for d in rdims) + ") }")
+        ob = Obligation(f"no Arrive on a pre-arrived index of {decl.display}", "barrier misuse",
+                        None, maps[0][0] if maps else None, low)
+        decide(ob, isl.Set(low), ms)
+        yield ob
+    # every index, in every lifetime, of each element in use: its coordinates outside the
+    # ring dimensions touched by an Arrive or an Await in *some* lifetime (codegen advances
+    # the phase base of all of a ring's physical mbarriers at the end of each lifetime;
+    # mirrors amir/rules.py, check_ring_balance)
     life = Event("alloc", 0, decl.loops, decl.guards, (), decl.kernel, None, None, None)
-    sp = [f"l{i}" for i in range(decl.depth)] + [f"z{i}" for i in range(nz)]
-    outer = [f"z{d}" for d in range(nz) if d not in rdims]
-    to_outer = isl.Map(f"{enc.pstr} -> {{ [{', '.join(sp)}] -> [{', '.join(outer)}] }}")
-    to_outer = to_outer.align_params(touched.get_space())
-    in_use = touched.apply(to_outer).apply(to_outer.reverse())
     cons = [enc.context, enc.dom(life, "l")]
     for d in range(nz):
-        ext = enc.ex(decl.shape[d], life, "l")
         lo = pre if d in rdims else 0
-        cons.append(f"{lo} <= z{d} < {ext} + {lo}")
-    need = isl.Set(f"{enc.pstr} -> {{ [{', '.join(sp)}] : {' and '.join(cons)} }}")
-    need = need.intersect(in_use.align_params(need.get_space()))
-    missing = need.subtract(arrived.align_params(need.get_space())).coalesce()
+        cons.append(f"{lo} <= z{d} < {enc.ex(decl.shape[d], life, 'l')} + {lo}")
+    mls = [f"m{i}" for i in range(decl.depth)]
+    touched_any = " or ".join(f"({_range_body(enc, e, tg, decl.depth, ws, 'm')})"
+                              for e, tg in touching) or "1 = 0"
+    same_outer = " and ".join(f"w{d} = z{d}" for d in range(nz) if d not in rdims) or "1 = 1"
+    need = (f"{space} : {' and '.join(cons)} and exists ({', '.join(mls + ws)} : "
+            f"({touched_any}) and {same_outer}) }}")
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
-                    maps[0][0] if maps else None, str(need), [("arrived", str(arrived))])
-    decide(ob, missing, ms)
+                    maps[0][0] if maps else None, need)
+    missing = isl.Set(need)
+    for r, body in arr_bodies:
+        txt = f"{space} : {body} }}"
+        ob.ordered.append((f"Arrive at line {r.srcinfo.line}", txt))
+        missing = missing.subtract(isl.Set(txt))
+    decide(ob, missing.coalesce(), ms)
     yield ob
+    # the equal-count argument: each statement hits an index at most once per instance
+    # (less its thread iterators), and statements hit disjoint indices. Both are set
+    # emptiness, so they are obligations (certificates and solvers see them); failing one
+    # is not a bug, only the end of this argument: Unsupported, as the thread counts
     counts = set()
-    for k, (r, m, thr) in enumerate(maps):
+    for k, ((r, m, thr), (_, tg)) in enumerate(zip(maps, arrives)):
         c = _thread_count(enc, r, thr)
-        if c is None or not m.is_injective():
+        ob = _at_most_once(enc, r, tg, thr, decl, ms) if c is not None else None
+        if c is None or (ob is not None and not ob.empty):
             # whole instances (thread iterators included) hitting every index at most once:
             # one Arrive instance per arrived index (e.g. `if wg == j % 2:` selects the one
             # warpgroup that arrives in iteration j)
-            tg = next(t for t in r.targets if t.name == name)
-            if thr and _arrive_map(enc, r, tg, decl.depth, nz, True)[0].is_injective():
-                c = 1
-            else:
+            ob = _at_most_once(enc, r, tg, [], decl, ms) if thr else None
+            if ob is None or not ob.empty:
                 raise Unsupported(f"cannot prove that every index of the ring {decl.display} "
                                   "gets the same number of Arrive instances", r.srcinfo)
+            c = 1
         counts.add(c)
-        for r2, m2, _ in maps[k + 1:]:
-            if not m.range().intersect(m2.range()).is_empty():
+        if ob is not None:
+            yield ob
+        for j in range(k + 1, len(maps)):
+            r2 = maps[j][0]
+            text = (f"{space} : {enc.context} and ({arr_bodies[k][1]}) and "
+                    f"({arr_bodies[j][1]}) }}")
+            ob = Obligation(f"Arrive statements at lines {r.srcinfo.line} and "
+                            f"{r2.srcinfo.line} target disjoint indices of {decl.display}",
+                            "barrier misuse", r, r2, text)
+            decide(ob, isl.Set(text), ms)
+            if not ob.empty:
                 raise Unsupported(f"two Arrive statements may target the same index of "
                                   f"{decl.display}", r2.srcinfo)
+            yield ob
     if len(counts) > 1:
         raise Unsupported(f"Arrive statements on {decl.display} run different thread counts",
                           maps[0][0].srcinfo)
+
+
+def _at_most_once(enc: Encoder, r: Event, tg, thr: list, decl, ms) -> Obligation | None:
+    """Two different instances of ``r`` (the iterators in ``thr`` aside) on one ring index:
+    the set must be empty (None when every loop of ``r`` is in ``thr``)."""
+    keep = [k for k in range(len(r.loops)) if k not in thr]
+    if not keep:
+        return None
+    nz = len(decl.shape)
+    ls = [f"l{i}" for i in range(decl.depth)]
+    zs = [f"z{i}" for i in range(nz)]
+    same = " and ".join([f"l{i} = a{i} and l{i} = b{i}" for i in range(decl.depth)] +
+                        [enc.barrier_elems(tg, r, "a", zs), enc.barrier_elems(tg, r, "b", zs)])
+    body = f"{enc.dom(r, 'a')} and {enc.dom(r, 'b')} and {same}"
+    ex = [f"a{k}" for k in thr] + [f"b{k}" for k in thr] + ls + zs
+    if ex:
+        body = f"exists ({', '.join(ex)} : {body})"
+    differ = " or ".join(f"a{k} != b{k}" for k in keep)
+    dims = [f"a{k}" for k in keep] + [f"b{k}" for k in keep]
+    text = (f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and ({differ}) and "
+            f"{body} }}")
+    what = "instance" if not thr else "instance (thread iterators aside)"
+    ob = Obligation(f"Arrive at line {r.srcinfo.line} hits each index of {decl.display} at "
+                    f"most once per {what}", "barrier misuse", r, r, text)
+    decide(ob, isl.Set(text), ms)
+    return ob
 
 
 def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
@@ -189,7 +249,7 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
     decl = enc.prog.vars[tgt.name]
     dims = enc.dims(w, "b")
     space = f"{enc.pstr} -> {{ [{', '.join(dims)}]"
-    bad = isl.Set(f"{space} : 1 = 0 }}")
+    bodies = []
     nz = len(decl.shape)
     for a in enc.prog.events:
         for tb in (x for x in a.trailing if x.name == tgt.name):
@@ -208,12 +268,12 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
                         f"{enc.before(a, 'c', r, 'r')} and {enc.before(r, 'r', w, 'b')} and "
                         f"{enc.same_prefix(r, 'r', w, 'b', decl.depth)} and {relem}")))
             cover = " or ".join(f"({x})" for x in between) or "1 = 0"
-            body = b.exists([(a, "c")], f"{issued} and not ({cover})")
-            bad = bad.union(isl.Set(f"{space} : {enc.context} and {enc.dom(w, 'b')} and "
-                                    f"{body} }}"))
+            bodies.append(b.exists([(a, "c")], f"{issued} and not ({cover})"))
+    text = (f"{space} : {enc.context} and {enc.dom(w, 'b')} and ("
+            + (" or ".join(f"({x})" for x in bodies) or "1 = 0") + ") }")
     ob = Obligation(f"copies completing on {decl.display} issued before an Arrive "
-                    f"(Await at line {w.srcinfo.line})", "barrier misuse", None, w, str(bad))
-    decide(ob, bad.coalesce(), ms)
+                    f"(Await at line {w.srcinfo.line})", "barrier misuse", None, w, text)
+    decide(ob, isl.Set(text).coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob
 
@@ -225,25 +285,25 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     decl = enc.prog.vars[tgt.name]
     base = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {enc.context} and {enc.dom(w, 'b')} }}"
     s = isl.Set(base)
-    ordered = []  # what is subtracted, recorded so the certificate re-derives the remainder
+    ordered = []
     for r in b.arrives:
         if not any(x.name == tgt.name for x in r.targets):
             continue
         m = b.exists([(r, "r")], b.match(r, "r", w, "b", any_count=True))
-        text = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"
-        ordered.append((f"Arrive at line {r.srcinfo.line}", text))
-        s = s.subtract(isl.Set(text))
+        txt = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"
+        ordered.append((f"Arrive at line {r.srcinfo.line}", txt))
+        s = s.subtract(isl.Set(txt))
     k = getattr(decl.mem, "pre_arrive", 0)
-    if k and not s.is_empty():
+    if k:
         pre = []
         for d, depth in enumerate(decl.ring):
             if depth is not None:
                 x = tgt.idx[d]
                 pre.append(f"{enc.ex(x[1], w, 'b')} < {k}")
         if pre:
-            text = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {' or '.join(pre)} }}"
-            ordered.append(("pre-arrived", text))
-            s = s.subtract(isl.Set(text))
+            txt = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {' or '.join(pre)} }}"
+            ordered.append((f"pre-arrived (the first {k} indices)", txt))
+            s = s.subtract(isl.Set(txt))
     ob = Obligation(f"await progress {decl.display} (line {w.srcinfo.line})", "await progress",
                     None, w, base, ordered)
     decide(ob, s.coalesce(), ms)

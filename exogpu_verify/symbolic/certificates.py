@@ -1,11 +1,13 @@
-"""Proof certificates: what was proven, for exactly which program, re-checkable by anyone.
+"""Proof certificates: what was proven, for exactly which program, stated for any solver.
 
-A certificate is a JSON file ``<module>.<proc>.json`` holding the program hash (SHA-256 of
-the printed IR), tool versions, and every obligation: its isl conflict set, the isl sets of
-ordered pairs subtracted from it, the remainder, and the remainder as an SMT-LIB2 formula
-with Z3's verdict and statistics. ``recheck`` re-derives each remainder with isl, re-runs
-each SMT-LIB2 formula in a fresh Z3 solver, and compares the program hash with the current
-source, failing on any mismatch.
+A certificate is a JSON file ``<module>.<proc>.json`` (format ``FORMAT``) holding the
+program (its printed IR and that text's SHA-256), the source file that defines it, tool
+versions, and every obligation of the proof: its kind and name, the isl text of its
+conflict set, the isl texts of the ordered sets subtracted from it (each labelled with
+what orders it), the whole obligation as one SMT-LIB2 script (``smtlib.py``: unsat means
+the obligation holds for every size), and the verdicts of isl, Z3 and cvc5.
+``recheck.py`` re-derives the obligations from the program and compares; docs/certificates.md
+says how to check one without exogpu.
 """
 
 from __future__ import annotations
@@ -18,29 +20,38 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT = "exogpu-certificate/1"
+FORMAT = "exogpu-certificate/2"
+#: the solvers whose ``unsat`` a certificate records for every obligation
+PROOF_SOLVERS = ("z3", "cvc5")
+
+
+def program_text(p) -> str:
+    from ..ir.printer import print_proc
+
+    return print_proc(p)
 
 
 def program_hash(p) -> str:
-    from ..ir.printer import print_proc
-
-    return hashlib.sha256(print_proc(p).encode()).hexdigest()
+    """The identity a certificate is bound to: SHA-256 of the printed IR."""
+    return hashlib.sha256(program_text(p).encode()).hexdigest()
 
 
 def _versions() -> dict:
     import islpy
-    import z3
 
     from importlib.metadata import PackageNotFoundError, version
+
+    from .solvers import versions
 
     try:
         ours = version("exogpu")
     except PackageNotFoundError:
         ours = "unknown"
-    return {"exogpu": ours, "islpy": islpy.__version__, "z3": z3.get_version_string()}
+    return {"exogpu": ours, "islpy": islpy.__version__, **versions()}
 
 
 def cert_name(p) -> str:
+    """``<stem of the defining file>.<proc name>.json``."""
     stem = Path(p.srcinfo.file).stem if p.srcinfo and p.srcinfo.file else "module"
     return f"{stem}.{p.name}.json"
 
@@ -59,39 +70,54 @@ class Certificate:
         return self.data["program_hash"]
 
     def valid_for(self, p) -> bool:
-        """True when this certificate proves exactly ``p`` (same printed IR)."""
+        """True when this certificate claims a proof of exactly ``p`` (same printed IR).
+        A claim only: ``recheck.recheck_certificate`` is the check."""
         return self.data.get("format") == FORMAT and self.data.get("verdict") == "proven" \
-            and self.hash == program_hash(p)
+            and self.data.get("program_hash") == program_hash(p)
 
 
-def write_certificate(p, result, proof_dir) -> Path:
-    """Write the certificate of a proven proc (``result``: a proven SymbolicResult)."""
-    if result.verdict != "proven":
-        raise ValueError("only proven procs get certificates")
-    obs = []
-    for ob in result.obligations:
-        extra = getattr(ob, "extra", {}) or {}
-        obs.append({
-            "name": ob.name,
-            "kind": ob.kind,
-            "conflict": ob.conflict,
-            "ordered": [{"by": lbl, "set": txt} for lbl, txt in ob.ordered],
-            "remainder": str(ob.remainder) if ob.remainder is not None else None,
-            "smtlib": extra.get("smtlib"),
-            "z3": extra.get("z3"),
-            "z3_stats": extra.get("z3_stats", {}),
-            "seconds": round(ob.seconds, 4),
-        })
-    data = {
+def obligation_record(ob) -> dict:
+    """The certificate entry of one discharged obligation (``ValueError`` if the solvers
+    did not all answer unsat)."""
+    ex = ob.extra or {}
+    solvers = dict(ex.get("solvers") or {})
+    if not ex.get("smtlib") or any(solvers.get(s) != "unsat" for s in PROOF_SOLVERS):
+        raise ValueError(f"obligation {ob.name} was not discharged by "
+                         f"{' and '.join(PROOF_SOLVERS)} (solvers: {solvers})")
+    return {
+        "name": ob.name,
+        "kind": ob.kind,
+        "conflict": ob.conflict,
+        "ordered": [{"by": lbl, "set": txt} for lbl, txt in ob.ordered],
+        "smtlib": ex["smtlib"],
+        "solvers": solvers,
+        "seconds": round(ob.seconds, 4),
+    }
+
+
+def certificate_data(p, obligations, source: str | None = None) -> dict:
+    """The JSON object of a certificate for ``p`` proven by ``obligations``. ``source``:
+    the file that binds the proc at module level (default: the file defining it)."""
+    src = source or (p.srcinfo.file if p.srcinfo and p.srcinfo.file else None)
+    return {
         "format": FORMAT,
         "proc": p.name,
-        "source": os.path.relpath(p.srcinfo.file) if p.srcinfo and p.srcinfo.file else None,
+        "source": os.path.relpath(src) if src else None,
         "program_hash": program_hash(p),
+        "program": program_text(p),
         "verdict": "proven",
         "tools": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "obligations": obs,
+        "obligations": [obligation_record(ob) for ob in obligations],
     }
+
+
+def write_certificate(p, result, proof_dir, source: str | None = None) -> Path:
+    """Write the certificate of a proven proc (``result``: a proven SymbolicResult, or
+    anything with ``verdict`` and ``obligations``)."""
+    if result.verdict != "proven":
+        raise ValueError("only proven procs get certificates")
+    data = certificate_data(p, result.obligations, source)
     out = Path(proof_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / cert_name(p)
@@ -105,54 +131,13 @@ def write_certificate(p, result, proof_dir) -> Path:
 
 
 def load_certificate(proof_dir, p) -> Certificate | None:
+    """The certificate file for ``p`` in ``proof_dir``, read but not checked (None when
+    missing or unreadable)."""
     path = Path(proof_dir) / cert_name(p)
     if not path.is_file():
         return None
     try:
-        return Certificate(path, json.loads(path.read_text()))
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-
-
-@dataclass
-class RecheckResult:
-    path: Path
-    ok: bool
-    problems: list
-    obligations: int
-
-
-def recheck_file(path: Path, timeout_ms: int = 60000, procs: dict | None = None
-                 ) -> RecheckResult:
-    """Re-run every obligation of one certificate in fresh solvers; see module docstring."""
-    import islpy as isl
-
-    from .z3bridge import recheck_smtlib
-
-    problems = []
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        return RecheckResult(Path(path), False, [f"unreadable certificate: {e}"], 0)
-    if data.get("format") != FORMAT:
-        return RecheckResult(Path(path), False, [f"unknown format {data.get('format')!r}"], 0)
-    n = 0
-    for ob in data.get("obligations", []):
-        n += 1
-        s = isl.Set(ob["conflict"])
-        for o in ob["ordered"]:
-            s = s.subtract(isl.Set(o["set"]))
-        if not s.is_empty():
-            problems.append(f"{ob['name']}: isl re-derivation of the remainder is not empty")
-        if ob.get("smtlib"):
-            z = recheck_smtlib(ob["smtlib"], timeout_ms)
-            if z != "unsat":
-                problems.append(f"{ob['name']}: fresh Z3 says {z}, certificate says unsat")
-    if procs is not None:
-        p = procs.get((data.get("source"), data.get("proc")))
-        if p is None:
-            problems.append(f"proc {data.get('proc')} not found in {data.get('source')}")
-        elif program_hash(p) != data.get("program_hash"):
-            problems.append(f"stale certificate: {data.get('proc')} changed since it was proven "
-                            "(program hash differs); re-run exogpu-verify --certificates")
-    return RecheckResult(Path(path), not problems, problems, n)
+    return Certificate(path, data) if isinstance(data, dict) else None

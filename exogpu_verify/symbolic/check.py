@@ -6,7 +6,8 @@ size-dependent condition (window bounds, argument shapes, instruction and resour
 preconditions; the constant ones were decided by the static analyses and are reported as
 ``facts``). isl computes
 each obligation's remainder (conflicts minus ordered pairs); Z3 independently decides the
-remainder's emptiness as a quantifier-free linear-integer formula (both must say empty).
+remainder's emptiness; then every obligation, stated whole in SMT-LIB from its isl texts,
+must be ``unsat`` in Z3 and in cvc5 (``decide.py``).
 A non-empty remainder gives the smallest sizes that reach it; the concrete interpreter
 replays those sizes to produce the witness, and only then is the proc refuted.
 """
@@ -30,6 +31,8 @@ from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
 from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
 from .decide import decide as _decide
 from .preconditions import condition_obligations
+from .decide import discharge
+from .solvers import SOLVERS
 
 
 @dataclass
@@ -67,8 +70,10 @@ def _smallest_sizes(s: isl.Set, params: list[str]) -> dict:
     return out
 
 
-def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult:
-    """Prove ``seq[p] == par[p]`` for all sizes satisfying the asserts; see module docstring."""
+def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0, solvers=SOLVERS
+                        ) -> SymbolicResult:
+    """Prove ``seq[p] == par[p]`` for all sizes satisfying the asserts; see module docstring.
+    ``solvers``: the SMT solvers that must each find every obligation unsat."""
     t0 = time.perf_counter()
     deadline = t0 + timeout_s
     from ..analysis import analyze
@@ -88,11 +93,11 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
                                   "not model boolean parameters", prm.srcinfo)
         enc = Encoder(prog, size_params)
         # statements that never execute (constant-false guards from metaprogramming) are
-        # not part of the program's behaviour
-        prog.events = [e for e in prog.events if not isl.Set(
-            f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
-            f"{enc.dom(e, 'a')} }}").is_empty()]
-        obs = list(_obligations(prog, enc, deadline, smem_reused_by_async(am)))
+        # not part of the program's behaviour; that they never execute is an obligation too
+        # (so the solvers, and a certificate's reader, see it)
+        dead = _never_executed(prog, enc)
+        prog.events = [e for e in prog.events if all(e is not ob.second for ob in dead)]
+        obs = dead + list(_obligations(prog, enc, deadline, smem_reused_by_async(am)))
     except Unsupported as u:
         return SymbolicResult("unknown", u.reason, seconds=time.perf_counter() - t0,
                               srcinfo=u.srcinfo)
@@ -114,8 +119,33 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0) -> SymbolicResult
         res.candidates = cands
         res.facts = facts
         return res
+    try:
+        # the solvers' second opinion has its own time budget (the isl stage may have used
+        # most of the first)
+        discharge(obs, solvers, time.perf_counter() + timeout_s)
+    except Unsupported as u:
+        res = SymbolicResult("unknown", u.reason, obs, seconds=time.perf_counter() - t0,
+                             srcinfo=u.srcinfo)
+        res.facts = facts
+        return res
     return SymbolicResult("proven", "", obs, None, None, time.perf_counter() - t0,
                           facts=facts)
+
+
+def _never_executed(prog, enc: Encoder) -> list:
+    """One obligation per event whose instances are empty at every size: its domain."""
+    out = []
+    for e in prog.events:
+        text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(e, 'a'))}] : {enc.context} and "
+                f"{enc.dom(e, 'a')} }}")
+        dom = isl.Set(text)
+        if dom.is_empty():
+            where = f" (line {e.srcinfo.line})" if e.srcinfo else ""
+            ob = Obligation(f"{e.what or e.kind}{where} never executes", "never executes",
+                            None, e, text)
+            _decide(ob, dom)
+            out.append(ob)
+    return out
 
 
 def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
@@ -238,7 +268,7 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
     if conflict.is_empty():
         ob.empty = True
         ob.remainder = conflict
-        ob.extra = {"z3": "not needed (no conflicting instances)"}
+        ob.extra = {"isl": "empty (no conflicting instances)"}
         ob.seconds = time.perf_counter() - t
         return ob
     # supersession: a non-atomic mutation between A and B on the element hides A
@@ -246,8 +276,7 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         kt = b.exists([(K, "k")], f"{enc.before(A, 'a', K, 'k')} and "
                       f"{enc.before(K, 'k', B, 'b')} and {enc.box(K, 'k', elem)} and "
                       f"{enc.same_prefix(A, 'a', K, 'k', decl.depth)}")
-        conflict = conflict.subtract(isl.Set(b.wrap(A, B, rank, kt)))
-        ob.ordered.append(("superseded", b.wrap(A, B, rank, kt)))
+        conflict = _subtract(conflict, ob, "superseded", b.wrap(A, B, rank, kt))
         if conflict.is_empty():
             break
     if not conflict.is_empty():
@@ -261,8 +290,7 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
             pats.append(proxy_ordered(b, A, B, need, E2a, conv2, rank))
         for gen in pats:
             for label, text in gen:
-                conflict = conflict.subtract(isl.Set(text))
-                ob.ordered.append((label, text))
+                conflict = _subtract(conflict, ob, label, text)
                 if conflict.is_empty():
                     break
             if conflict.is_empty():
@@ -271,6 +299,18 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
     _decide(ob, conflict, ms)
     ob.seconds = time.perf_counter() - t
     return ob
+
+
+def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str) -> isl.Set:
+    """Subtract an ordered set from what is left of the conflicts, and record it, only when
+    it orders some pair still left: the obligation then lists the orderings that discharged
+    it (and the solvers never see a set that covers nothing new); the remainder is the
+    same as subtracting every candidate."""
+    s = isl.Set(text)
+    if conflict.intersect(s).is_empty():
+        return conflict
+    ob.ordered.append((label, text))
+    return conflict.subtract(s)
 
 
 def _q(abbrev):

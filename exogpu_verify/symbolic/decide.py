@@ -1,30 +1,87 @@
-"""Deciding one obligation: isl says whether the remainder is empty, Z3 says it again."""
+"""Deciding obligations: isl first, then the whole obligation in two SMT solvers.
+
+``decide`` (called by the obligation builders) records isl's verdict on the remainder (the
+conflict set less every ordered set). ``discharge`` runs after all obligations of a proc are
+built and isl found every one empty: each obligation's isl texts (``Obligation.conflict``
+and ``Obligation.ordered``) become one SMT-LIB2 script (``smtlib.py``, our own reader, not
+isl's simplified remainder), and Z3 and cvc5, each in a fresh solver, must both answer
+``unsat``. Anything else (a solver says ``sat``, gives up, or rejects the script) is never
+a proof: ``discharge`` raises ``Unsupported`` with the reason, so the verdict is ``unknown``.
+The builders are not involved: any ``Obligation`` with a conflict text and ordered texts
+flows through, whatever its kind.
+"""
 
 from __future__ import annotations
+
+import time
 
 import islpy as isl
 
 from .events import Unsupported
+from .isltext import ParseError
 from .obligations import Obligation
-from .z3bridge import set_to_z3, to_smtlib, z3_check
+from .smtlib import SpaceMismatch, obligation_smtlib
+from .solvers import SOLVERS, ScriptError, check_script, run
 
 
-def decide(ob: Obligation, remainder: isl.Set, timeout_ms: int) -> None:
-    """Set ``ob.empty`` when isl and Z3 agree; ``Unsupported`` when Z3 gives up or they
-    disagree (never a verdict on the user's program)."""
+def decide(ob: Obligation, remainder: isl.Set, timeout_ms: int = 0) -> None:
+    """isl's verdict: ``ob.empty`` is whether ``remainder`` (conflicts less ordered pairs)
+    is empty. The solvers' verdicts come later, from ``discharge``."""
     ob.remainder = remainder
-    empty = remainder.is_empty()
-    f, _ = set_to_z3(remainder)
-    z, stats = z3_check(f, timeout_ms)
-    ob.extra = {"z3": z, "z3_stats": {k: (v if isinstance(v, (int, float)) else str(v))
-                                      for k, v in stats.items()},
-                "smtlib": to_smtlib(f)}
-    if empty and z == "unsat":
-        ob.empty = True
-    elif not empty and z == "sat":
-        ob.empty = False
-    elif z == "unknown":
-        raise Unsupported(f"Z3 gave up on obligation {ob.name}")
-    else:
-        raise Unsupported(f"isl and Z3 disagree on obligation {ob.name} (isl empty={empty}, "
-                          f"z3 {z}); this is a bug in exogpu")
+    ob.empty = remainder.is_empty()
+    ob.extra["isl"] = "empty" if ob.empty else "non-empty"
+
+
+def smtlib_of(ob: Obligation, lift: bool = False) -> str:
+    """The SMT-LIB2 script of ``ob`` (``ParseError``/``SpaceMismatch`` if its texts are
+    outside the grammar, which is a bug in the builder that wrote them); ``lift``: the
+    equivalent script with divisions under quantifiers lifted (``lift_divisions``)."""
+    return obligation_smtlib(ob.conflict, list(ob.ordered), f"{ob.kind}: {ob.name}", lift)
+
+
+def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
+              max_ms: int = 60000) -> None:
+    """Decide every obligation isl found empty with each of ``solvers``; all must answer
+    ``unsat`` (see the module docstring). Records ``extra["smtlib"]``,
+    ``extra["solvers"]`` and ``extra["solver_seconds"]``; raises ``Unsupported``."""
+    seen: dict = {}
+    for ob in obs:
+        if ob.empty is not True:
+            continue
+        where = ob.second.srcinfo if ob.second is not None else None
+        try:
+            text = smtlib_of(ob)
+        except (ParseError, SpaceMismatch) as e:
+            raise Unsupported(f"obligation {ob.name}: its isl text cannot be stated in "
+                              f"SMT-LIB ({e}); this is a bug in exogpu", where) from None
+        try:
+            check_script(text)
+        except ScriptError as e:
+            raise Unsupported(f"obligation {ob.name}: the SMT-LIB script is malformed "
+                              f"({e}); this is a bug in exogpu", where) from None
+        ob.extra["smtlib"] = text
+        answers = ob.extra.setdefault("solvers", {"isl": "empty"})
+        secs = ob.extra.setdefault("solver_seconds", {})
+        for solver in solvers:
+            key = (solver, text)
+            if key not in seen:
+                ms = max_ms
+                if deadline is not None:
+                    ms = min(ms, int((deadline - time.perf_counter()) * 1000))
+                    if ms <= 0:
+                        raise Unsupported(f"the time limit ran out before {solver} decided "
+                                          f"obligation {ob.name}", where)
+                seen[key] = run(solver, text, ms, checked=True,
+                                lifted=lambda ob=ob: smtlib_of(ob, lift=True))
+            a = seen[key]
+            answers[solver] = a.result
+            secs[solver] = round(a.seconds, 4)
+            if a.result == "unsat":
+                continue
+            if a.result == "sat":
+                raise Unsupported(f"isl and {solver} disagree on obligation {ob.name}: isl "
+                                  f"finds it empty, {solver} finds the whole obligation "
+                                  "satisfiable; no proof (this is a bug in exogpu or a "
+                                  "solver)", where)
+            raise Unsupported(f"{solver} could not decide obligation {ob.name} "
+                              f"({a.reason or 'unknown'}); no proof", where)

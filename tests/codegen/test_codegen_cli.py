@@ -34,6 +34,27 @@ def test_unsupported_exits_1_without_traceback(tmp_path, capsys):
     assert "Traceback" not in err
 
 
+def test_procs_sharing_a_name_are_refused(tmp_path, capsys):
+    """Two procs of one factory with one name would write one .cu over the other."""
+    (tmp_path / "f.py").write_text(
+        "from __future__ import annotations\nfrom exogpu_verify import *\n\n"
+        "def make(n):\n"
+        "    @proc\n"
+        "    def scale(N: size, A: f32[N] @ CudaGmemLinear):\n"
+        "        assert N % 128 == 0\n"
+        "        with CudaDeviceFunction(blockDim=128):\n"
+        "            for task in cuda_tasks(0, N / 128):\n"
+        "                for t in cuda_threads(0, 128, unit=cuda_thread):\n"
+        "                    A[task * 128 + t] = n * A[task * 128 + t]\n"
+        "    return scale\n\n"
+        "double = make(2.0)\ntriple = make(3.0)\n")
+    rc = main([str(tmp_path / "f.py"), "-o", str(tmp_path / "out"), "--no-build", "--unchecked"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "f.py:6:5: usage error: 2 different procs are named 'scale'" in err
+    assert not list((tmp_path / "out").glob("*.cu"))
+
+
 @pytest.mark.parametrize("argv", [[], ["--arch", "sm_70", "x.py"], ["/nonexistent.py"]])
 def test_usage_exits_2(argv, capsys):
     assert main(argv) == 2

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import shutil
 
 import pytest
+from certlib import ALL, forge
 from codegen_cases import ROOT, get_proc
 
 from exogpu_codegen import generate, program_hash
@@ -59,15 +59,32 @@ def test_valid_certificate_opens_the_gate():
 
 
 @waiting
-def test_certificate_of_another_program_is_refused(tmp_path):
-    src = PROOFS / "vec_copy.vec_copy.json"
-    if not src.exists():
-        pytest.skip("waiting for the symbolic checker's certificates (proofs/ has none)")
-    data = json.loads(src.read_text())
-    data["program_hash"] = "0" * 64
-    (tmp_path / src.name).write_text(json.dumps(data))
+@pytest.mark.parametrize("name", ALL)
+def test_tampered_certificate_is_refused(tmp_path, name):
+    """The gate applies --recheck's validation: every forgery of the tamper suite, and every
+    malformed file, is refused with what is wrong (never read as 'no certificate')."""
+    src = PROOFS / "transpose_smem.transpose_smem.json"
+    p = get_proc("specs/transpose_smem.py", "transpose_smem")
+    words = forge(src, tmp_path / src.name, name)
     with pytest.raises(ExoGpuError) as e:
-        generate(vec_copy(), proof_dir=str(tmp_path))
-    assert "different program" in e.value.diagnostic.message
+        generate(p, proof_dir=str(tmp_path))
+    msg = e.value.diagnostic.message
+    assert e.value.kind == "usage"
+    assert msg.startswith("refusing to generate code for 'transpose_smem': its certificate ")
+    assert str(tmp_path / src.name) in msg and words in msg
     shutil.copy(src, tmp_path / src.name)
-    assert generate(vec_copy(), proof_dir=str(tmp_path)).gate.checked
+    assert generate(p, proof_dir=str(tmp_path)).gate.checked
+
+
+def test_certificate_of_another_program_is_stale(tmp_path):
+    src = PROOFS / "vec_copy.vec_copy.json"
+    shutil.copy(src, tmp_path / src.name)
+    other = tmp_path / "vec_copy.py"
+    other.write_text((ROOT / "specs/vec_copy.py").read_text().replace("B[task", "B[0 + task", 1))
+    import testlib
+
+    p = testlib.load_path(other).vec_copy
+    with pytest.raises(ExoGpuError) as e:
+        generate(p, proof_dir=str(tmp_path))
+    assert "stale certificate: vec_copy changed since it was proven" in \
+        e.value.diagnostic.message

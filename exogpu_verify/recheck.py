@@ -1,0 +1,343 @@
+"""Re-checking a certificate: its claims against what the program itself gives.
+
+``recheck_certificate(path, p)`` trusts nothing in the file. In order:
+
+1. the file must be a well-formed certificate (``schema_problems``: JSON object, every key
+   present with the right type, the current format, verdict ``proven``, every obligation
+   with its isl texts, SMT-LIB and ``unsat`` verdicts);
+2. it must name ``p`` and carry ``p``'s program hash (else it is stale: the program changed);
+3. the obligations are re-derived from ``p`` by the same pipeline that wrote them (static
+   analyses, then the symbolic checker, whose every obligation isl, Z3 and cvc5 decide
+   afresh), and the two lists must agree: same kinds, conflict texts and ordered texts,
+   none missing and none extra, and the same SMT-LIB script (comments aside).
+
+Every difference is reported with the obligation and what differs. ``exogpu-verify
+--recheck`` finds ``p`` by re-loading the source the certificate names; the codegen gate
+passes the proc it is about to compile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .symbolic.certificates import (FORMAT, PROOF_SOLVERS, obligation_record, program_hash,
+                                    program_text)
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass
+class RecheckResult:
+    path: Path
+    ok: bool
+    problems: list = field(default_factory=list)
+    obligations: int = 0
+    proc: str | None = None
+    seconds: float = 0.0
+
+
+# ------------------------------------------------------------------------ reading
+
+
+def read_certificate(path) -> tuple[dict | None, list[str]]:
+    """(data, problems): the JSON object of a certificate file and what is malformed."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        return None, [f"cannot read the file: {e.strerror or e}"]
+    if not raw.strip():
+        return None, ["the file is empty (a certificate is a JSON object)"]
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, ["the file is not UTF-8 text (a certificate is a JSON object)"]
+    except json.JSONDecodeError as e:
+        return None, [f"not valid JSON (truncated?): {e.msg} at line {e.lineno}, column "
+                      f"{e.colno}"]
+    if not isinstance(data, dict):
+        return None, [f"wrong JSON type: the file holds {_jtype(data)}, a certificate is a "
+                      "JSON object"]
+    return data, schema_problems(data)
+
+
+def _jtype(v) -> str:
+    if v is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
+
+
+def _field(obj: dict, key: str, typ, where: str, problems: list) -> object:
+    want = {str: "a string", list: "a list", dict: "an object"}[typ]
+    if key not in obj:
+        problems.append(f"{where}{key}: missing (expected {want})")
+        return None
+    v = obj[key]
+    if v is None:
+        problems.append(f"{where}{key}: null (expected {want})")
+        return None
+    if not isinstance(v, typ) or isinstance(v, bool):
+        problems.append(f"{where}{key}: {_jtype(v)} (expected {want})")
+        return None
+    return v
+
+
+def schema_problems(data: dict) -> list[str]:
+    """What is malformed in a certificate object (field paths in each message)."""
+    pr: list[str] = []
+    fmt = _field(data, "format", str, "", pr)
+    if fmt is not None and fmt != FORMAT:
+        pr.append(f"format: {fmt!r}, expected {FORMAT!r} (re-run exogpu-verify "
+                  "--certificates DIR to write a current certificate)")
+        return pr  # another format: its other fields mean other things
+    _field(data, "proc", str, "", pr)
+    _field(data, "source", str, "", pr)
+    _field(data, "tools", dict, "", pr)
+    h = _field(data, "program_hash", str, "", pr)
+    if h is not None and not _HEX64.match(h):
+        pr.append(f"program_hash: {h[:20]!r}... is not a SHA-256 (64 hex digits)")
+    prog = _field(data, "program", str, "", pr)
+    if prog is not None and h is not None and \
+            hashlib.sha256(prog.encode()).hexdigest() != h:
+        pr.append("program: the program text does not hash to program_hash")
+    v = _field(data, "verdict", str, "", pr)
+    if v is not None and v != "proven":
+        pr.append(f"verdict: {v!r}; a certificate records a proof, its verdict is 'proven'")
+    obs = _field(data, "obligations", list, "", pr)
+    for i, ob in enumerate(obs or []):
+        where = f"obligations[{i}]"
+        if not isinstance(ob, dict):
+            pr.append(f"{where}: {_jtype(ob)} (expected an object)")
+            continue
+        name = ob.get("name")
+        if isinstance(name, str):
+            where += f" ({_short(name)})"
+        where += "."
+        _field(ob, "name", str, where, pr)
+        _field(ob, "kind", str, where, pr)
+        _field(ob, "conflict", str, where, pr)
+        _field(ob, "smtlib", str, where, pr)
+        ordered = _field(ob, "ordered", list, where, pr)
+        for j, o in enumerate(ordered or []):
+            w2 = f"{where}ordered[{j}]"
+            if not isinstance(o, dict):
+                pr.append(f"{w2}: {_jtype(o)} (expected an object with 'by' and 'set')")
+                continue
+            _field(o, "by", str, w2 + ".", pr)
+            _field(o, "set", str, w2 + ".", pr)
+        sv = _field(ob, "solvers", dict, where, pr)
+        if sv is not None:
+            for s in ("isl",) + PROOF_SOLVERS:
+                want = "empty" if s == "isl" else "unsat"
+                got = sv.get(s)
+                if got is None:
+                    pr.append(f"{where}solvers: no {s} verdict (a proof needs isl, "
+                              f"{' and '.join(PROOF_SOLVERS)})")
+                elif not (isinstance(got, str) and got.startswith(want)):
+                    pr.append(f"{where}solvers: records {s} = {got!r}, a proof needs {want!r}")
+    return pr
+
+
+def _short(s: str, n: int = 70) -> str:
+    s = " ".join(str(s).split())
+    return repr(s if len(s) <= n else s[:n - 3] + "...")
+
+
+# ------------------------------------------------------------------------ comparing
+
+
+def _first_diff(a: str, b: str, ctx: int = 30) -> str:
+    k = 0
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            break
+    else:
+        k = min(len(a), len(b))
+    lo, n = max(0, k - ctx), 2 * ctx + 10
+    return (f"first difference at character {k}: certificate {_short(a[lo:k + ctx], n)} "
+            f"vs program {_short(b[lo:k + ctx], n)}")
+
+
+def _line_diff(old: str, new: str) -> str:
+    a, b = old.splitlines(), new.splitlines()
+    for k, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"first changed line {k + 1}: certificate {_short(x.strip())} vs now " \
+                   f"{_short(y.strip())}"
+    if len(a) != len(b):
+        return f"the program has {len(b)} lines, the certificate's {len(a)}"
+    return "the texts differ"
+
+
+def _key(o: dict) -> tuple:
+    return (o.get("kind"), o.get("conflict"), tuple(x.get("set") for x in o.get("ordered")))
+
+
+def _altered(i: int, c: dict, d: dict) -> str:
+    what = []
+    if c["kind"] != d["kind"]:
+        what.append(f"kind {c['kind']!r}, the program gives {d['kind']!r}")
+    if c["conflict"] != d["conflict"]:
+        what.append("conflict set: " + _isl_problem(c["conflict"],
+                                                     _first_diff(c["conflict"], d["conflict"])))
+    co, do = c["ordered"], d["ordered"]
+    if len(co) != len(do):
+        what.append(f"{len(co)} ordered set(s), the program subtracts {len(do)}")
+    for j, (x, y) in enumerate(zip(co, do)):
+        if x["set"] != y["set"]:
+            what.append(f"ordered[{j}] ({_short(y['by'], 50)}): " +
+                        _isl_problem(x["set"], _first_diff(x["set"], y["set"])))
+            break
+    return (f"obligations[{i}] ({_short(c['name'])}) is altered: " + "; ".join(what))
+
+
+def _isl_problem(text: str, otherwise: str) -> str:
+    from .symbolic.isltext import ParseError, parse_set
+
+    try:
+        parse_set(text)
+    except ParseError as e:
+        return f"bad isl text ({e})"
+    return f"differs from the one re-derived from the program ({otherwise})"
+
+
+def _smt_problem(i: int, c: dict, derived_text: str) -> str | None:
+    from .symbolic.solvers import ScriptError, check_script, normalized, run_z3
+
+    if normalized(c["smtlib"]) == normalized(derived_text):
+        return None
+    msg = (f"obligations[{i}] ({_short(c['name'])}).smtlib differs from the SMT-LIB script "
+           "of the re-derived obligation")
+    try:
+        check_script(c["smtlib"])
+    except ScriptError as e:
+        return f"{msg}: unparsable SMT-LIB ({e})"
+    a = run_z3(c["smtlib"], 5000)
+    if a.result == "sat":
+        msg += "; Z3 finds the certificate's formula satisfiable (it proves nothing)"
+    elif a.result == "unknown" and a.reason.startswith("Z3 rejected"):
+        msg += f": unparsable SMT-LIB ({a.reason})"
+    return msg
+
+
+def compare_obligations(cert_obs: list, derived: list) -> list[str]:
+    """Problems between the certificate's obligation records and the re-derived ones.
+    Obligations are matched by kind and isl texts (names carry source lines, which may move
+    without changing the program); unmatched ones are paired by name to say what changed."""
+    problems = []
+    pool = defaultdict(list)
+    for j, d in enumerate(derived):
+        pool[_key(d)].append(j)
+    pairs, lone_c = [], []
+    for i, c in enumerate(cert_obs):
+        js = pool.get(_key(c))
+        if js:
+            pairs.append((i, js.pop(0)))
+        else:
+            lone_c.append(i)
+    used = {j for _, j in pairs}
+    lone_d = [j for j in range(len(derived)) if j not in used]
+    for i in lone_c:
+        c = cert_obs[i]
+        cand = [j for j in lone_d if derived[j]["name"] == c["name"]]
+        if cand:
+            lone_d.remove(cand[0])
+            problems.append(_altered(i, c, derived[cand[0]]))
+        else:
+            problems.append(f"obligations[{i}] ({_short(c['name'])}) is extra: the program "
+                            "gives no such obligation" +
+                            _bad_text_note(c))
+    for j in lone_d:
+        d = derived[j]
+        problems.append(f"obligation {_short(d['name'])} (kind {d['kind']}) is missing from "
+                        "the certificate")
+    for i, j in pairs:
+        p = _smt_problem(i, cert_obs[i], derived[j]["smtlib"])
+        if p:
+            problems.append(p)
+    return problems
+
+
+def _bad_text_note(c: dict) -> str:
+    from .symbolic.isltext import ParseError, parse_set
+
+    for where, text in [("conflict", c["conflict"])] + \
+            [(f"ordered[{k}].set", o["set"]) for k, o in enumerate(c["ordered"])]:
+        try:
+            parse_set(text)
+        except ParseError as e:
+            return f" ({where}: bad isl text: {e})"
+    return ""
+
+
+# ------------------------------------------------------------------------ the check
+
+#: successful derivations, per proc (a Procedure compares by value: same IR, same source
+#: location). Deriving is a pure function of the program, so a process that checks several
+#: certificates of one proc (the gate called again, a test suite) derives it once.
+_DERIVED: dict = {}
+
+
+def recheck_certificate(path, p, timeout_s: float = 60.0, cache: bool = True
+                        ) -> RecheckResult:
+    """Check the certificate at ``path`` against the proc ``p`` it must prove (see the
+    module docstring). ``p`` None: only the file itself is checked (and that fails, since
+    nothing can be re-derived). ``cache``: reuse this process's earlier derivation of ``p``."""
+    t0 = time.perf_counter()
+    path = Path(path)
+    data, problems = read_certificate(path)
+    res = RecheckResult(path, False, problems,
+                        proc=data.get("proc") if isinstance(data, dict) else None)
+    if data is None or problems:
+        return _done(res, t0)
+    res.obligations = len(data["obligations"])
+    if p is None:
+        res.problems.append("no program to re-derive the obligations from")
+        return _done(res, t0)
+    if data["proc"] != p.name:
+        res.problems.append(f"proc: the certificate is for {data['proc']!r}, not {p.name!r}")
+        return _done(res, t0)
+    if data["program_hash"] != program_hash(p):
+        res.problems.append(
+            f"stale certificate: {p.name} changed since it was proven (program hash differs; "
+            f"{_line_diff(data['program'], program_text(p))}); re-run exogpu-verify "
+            "--certificates DIR on its source")
+        return _done(res, t0)
+    derived = _DERIVED.get(p) if cache else None
+    if derived is None:
+        derived, why = derive_obligations(p, timeout_s)
+        if derived is None:
+            res.problems.append(f"the program is not proven by this exogpu ({why}): the "
+                                "certificate's verdict 'proven' no longer holds")
+            return _done(res, t0)
+        _DERIVED[p] = derived
+    res.problems += compare_obligations(data["obligations"], derived)
+    return _done(res, t0)
+
+
+def derive_obligations(p, timeout_s: float = 60.0):
+    """(obligation records, None) for a proven proc, else (None, why): the same pipeline
+    that writes certificates (``verify`` in symbolic mode: static analyses, isl, Z3, cvc5)."""
+    from .api import verify
+
+    r = verify(p, mode="symbolic", timeout_s=timeout_s)
+    if r.verdict != "proven" or "obligations" not in r.extra:
+        why = f"verdict {r.verdict}" + (f": {r.reason}" if r.reason else "")
+        return None, why
+    try:
+        return [obligation_record(ob) for ob in r.extra["obligations"]], None
+    except ValueError as e:
+        return None, str(e)
+
+
+def _done(res: RecheckResult, t0: float) -> RecheckResult:
+    res.ok = not res.problems
+    res.seconds = time.perf_counter() - t0
+    return res

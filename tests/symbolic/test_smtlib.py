@@ -1,0 +1,202 @@
+"""The SMT-LIB translation of isl texts agrees with isl (property tests on random sets).
+
+Random sets in the grammar the Encoder emits (chains of comparisons, and/or/not, exists,
+floor division and modulo by constants, constant multiples) are decided by isl and, through
+our own reader and ``obligation_smtlib``, by Z3 and cvc5: emptiness, emptiness after
+subtracting other sets, and equivalence with isl's own printed form of the same set (which
+uses the other half of the grammar: ``[i = 2j]`` tuples, ``2i`` juxtaposition, ``;`` unions).
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from exogpu_verify.symbolic.isltext import ParseError, parse_set
+from exogpu_verify.symbolic.smtlib import SpaceMismatch, obligation_smtlib
+from exogpu_verify.symbolic.solvers import run
+
+PARAMS = ["N", "M"]
+DIMS = ["a0", "a1"]
+SETTINGS = dict(deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def terms(draw, names, depth=2):
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["var", "var", "cvar", "num", "floor", "mod"]
+                                    if depth > 0 else ["var", "cvar", "num"]))
+        if kind == "var":
+            parts.append(draw(st.sampled_from(names)))
+        elif kind == "cvar":
+            c = draw(st.integers(-3, 3).filter(bool))
+            v = draw(st.sampled_from(names))
+            parts.append(draw(st.sampled_from([f"{c}*{v}", f"({c} * ({v}))",
+                                               f"{v} * {c}" if c > 0 else f"(-{v})"])))
+        elif kind == "num":
+            k = draw(st.integers(-6, 6))
+            parts.append(str(k) if k >= 0 else f"({k})")
+        elif kind == "floor":
+            parts.append(f"floor(({draw(terms(names, depth - 1))})/{draw(st.integers(2, 5))})")
+        else:
+            parts.append(f"(({draw(terms(names, depth - 1))}) mod {draw(st.integers(2, 5))})")
+    out = parts[0]
+    for p in parts[1:]:
+        out = f"({out} {draw(st.sampled_from(['+', '-']))} {p})"
+    return out
+
+
+@st.composite
+def formulas(draw, names, depth=3, fresh=(0,)):
+    kind = draw(st.sampled_from(["chain", "chain", "and", "or", "not", "exists"]
+                                if depth > 0 else ["chain"]))
+    if kind == "chain":
+        n = draw(st.integers(2, 3))
+        ts = [draw(terms(names)) for _ in range(n)]
+        ops = [draw(st.sampled_from(["<", "<=", "=", ">=", ">", "!="])) for _ in range(n - 1)]
+        out = ts[0]
+        for op, t in zip(ops, ts[1:]):
+            out += f" {op} {t}"
+        return out
+    if kind in ("and", "or"):
+        a, b = draw(formulas(names, depth - 1)), draw(formulas(names, depth - 1))
+        return f"({a}) {kind} ({b})"
+    if kind == "not":
+        return f"not ({draw(formulas(names, depth - 1))})"
+    v = f"k{draw(st.integers(0, 99))}"
+    while v in names:
+        v += "x"
+    body = draw(formulas(names + [v], depth - 1))
+    # bounded existentials keep isl and the solvers quick; the bound is part of the text
+    return f"exists ({v} : -8 <= {v} <= 8 and ({body}))"
+
+
+@st.composite
+def sets(draw, ndims=None):
+    params = PARAMS[:draw(st.integers(1, 2))]
+    nd = ndims if ndims is not None else draw(st.integers(1, 2))
+    dims = DIMS[:nd]
+    box = " and ".join([f"1 <= {p} <= 12" for p in params] +
+                       [f"-6 <= {d} <= 9" for d in dims])
+    f = draw(formulas(params + dims))
+    return f"[{', '.join(params)}] -> {{ [{', '.join(dims)}] : {box} and ({f}) }}"
+
+
+def _decide(text, ordered=()):
+    smt = obligation_smtlib(text, [(f"o{i}", t) for i, t in enumerate(ordered)])
+    return {s: run(s, smt, 30000).result for s in ("z3", "cvc5")}
+
+
+def _isl_empty(text, ordered=()):
+    s = isl.Set(text)
+    for t in ordered:
+        s = s.subtract(isl.Set(t))
+    return s.is_empty()
+
+
+#: a few derandomized examples in the default suite, many random ones in the slow one
+SIZES = [pytest.param(12, True, id="fast"),
+         pytest.param(300, False, id="many", marks=pytest.mark.slow)]
+
+
+def _property(n, derandomize, strategy, check):
+    settings(**SETTINGS, max_examples=n, derandomize=derandomize)(given(strategy)(check))()
+
+
+def _emptiness(text):
+    want = "unsat" if _isl_empty(text) else "sat"
+    got = _decide(text)
+    assert got == {"z3": want, "cvc5": want}, text
+
+
+def _subtraction(case):
+    text, ordered = case
+    want = "unsat" if _isl_empty(text, ordered) else "sat"
+    assert _decide(text, ordered) == {"z3": want, "cvc5": want}, (text, ordered)
+
+
+def _printed_form(text):
+    printed = str(isl.Set(text))
+    assert _decide(text, [printed])["z3"] == "unsat", (text, printed)
+    assert _decide(printed, [text])["z3"] == "unsat", (text, printed)
+
+
+@pytest.mark.parametrize("n,derandomize", SIZES)
+def test_emptiness_agrees_with_isl(n, derandomize):
+    _property(n, derandomize, sets(), _emptiness)
+
+
+@pytest.mark.parametrize("n,derandomize", SIZES)
+def test_subtraction_agrees_with_isl(n, derandomize):
+    cases = st.integers(1, 2).flatmap(
+        lambda nd: st.tuples(sets(nd), st.lists(sets(nd), min_size=1, max_size=2)))
+    _property(n, derandomize, cases, _subtraction)
+
+
+@pytest.mark.parametrize("n,derandomize", SIZES)
+def test_isl_printed_form_is_equivalent(n, derandomize):
+    """isl's own print of the set means the same set under our reader: each contains the
+    other (both differences unsat)."""
+    _property(n, derandomize, sets(), _printed_form)
+
+
+# ------------------------------------------------------------------------ fixed cases
+
+
+@pytest.mark.parametrize("text,empty", [
+    ("[N] -> { [i] : 0 <= i < N and i >= N }", True),
+    ("[N] -> { [i] : N >= 1 and 0 <= i < floor((N)/4) }", False),
+    ("[N] -> { [i] : (((N) mod 128) = 0) and N >= 1 and N < 128 }", True),
+    ("[N] -> { [i] : ((-7) mod 4) = 1 and i = 0 }", False),    # isl mod is non-negative
+    ("[N] -> { [i] : floor((-7)/2) = -4 and i = 0 }", False),  # floor rounds down
+    ("[N] -> { [i] : 0 <= i < 4 and not (exists (k : i = 2 * (k))) and "
+     "not (exists (k : i = 2 * (k) + 1)) }", True),
+    ("[N] -> {  : N >= 4 and N < 2 }", True),
+    ("{ [i] : false }", True),
+    ("[N] -> { [i, j = 2i] : -6 + N <= 5i <= N and N = 3; [i = -7, 0] }", False),
+])
+def test_fixed_cases(text, empty):
+    assert _isl_empty(text) is empty
+    want = "unsat" if empty else "sat"
+    assert _decide(text) == {"z3": want, "cvc5": want}
+
+
+def test_ordered_sets_match_by_position_not_name():
+    # the ordered set names its dimension differently: dimension 0 is dimension 0
+    c = "[N] -> { [i] : 0 <= i < N }"
+    assert _decide(c, ["[N] -> { [j] : 0 <= j < N }"])["z3"] == "unsat"
+    assert _decide(c, ["[N] -> { [j] : 0 <= j < N - 1 }"])["z3"] == "sat"
+
+
+def test_bound_names_never_capture():
+    # the ordered set binds the conflict set's dimension name: no capture
+    c = "[N] -> { [i, k] : 0 <= i < N and k = 0 }"
+    o = "[N] -> { [j, m] : exists (i : i = j + 1 and i <= N) and m = 0 }"
+    assert _decide(c, [o]) == {"z3": "unsat", "cvc5": "unsat"}
+
+
+def test_space_mismatch_is_refused():
+    with pytest.raises(SpaceMismatch):
+        obligation_smtlib("{ [i] : i = 0 }", [("o", "{ [i, j] : i = j }")])
+
+
+@pytest.mark.parametrize("bad,where", [
+    ("[N] -> { [i] : i < N * i }", "product of two non-constant"),
+    ("[N] -> { [i] : floor((i)/N) = 0 }", "positive integer"),
+    ("[N] -> { [i] : (i mod 0) = 0 }", "positive"),
+    ("[N] -> { [i] : i < }", "expected a term"),
+    ("[N] -> { [i] : i < N ", "expected '}'"),
+    ("[N] -> { [i] : (i < N }", "expected ')'"),
+    ("[N] -> { [i] : i and N }", "comparison"),
+    ("[N] -> { [i] : i < N } trailing", "text after"),
+    ("[N, N] -> { [i] }", "named twice"),
+    ("", "expected '{'"),
+])
+def test_parse_errors_say_where(bad, where):
+    with pytest.raises(ParseError) as e:
+        parse_set(bad)
+    assert where in str(e.value)
