@@ -86,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                          "verdict")
     ap.add_argument("--certificates", metavar="DIR",
                     help="write proof certificates for proven procs into DIR")
+    ap.add_argument("--report", metavar="DIR",
+                    help="write a picture per proc into DIR (SVG + HTML, and index.html): the "
+                         "race of a refuted proc, the obligations of a proven one")
     ap.add_argument("--timeout", type=float, default=60.0, metavar="S",
                     help="wall-clock limit in seconds for each stage of a proc's check: the "
                          "all-size proof, and each concrete check (default 60)")
@@ -198,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         out.usage_error(str(e))
         return EXIT_USAGE
     reports: list[Report] = []
+    pages: list[tuple[str, str, str]] = []
     for t in targets:
         if args.print_ir:
             out.ir(t.file, t.name, str(t.proc))
@@ -213,6 +217,21 @@ def main(argv: list[str] | None = None) -> int:
             write_certificate(t.proc, SimpleNamespace(verdict="proven",
                                                       obligations=r.extra["obligations"]),
                               args.certificates)
+        if args.report:
+            from .pictures import write_picture
+
+            page = f"{t.file.stem}.{t.name}"
+            try:
+                out.picture(write_picture(t.proc, r, args.report, page,
+                                          where=f"{t.file}::{t.name}"))
+                pages.append((page, r.verdict, f"{t.file}::{t.name}"))
+            except Exception as e:  # noqa: BLE001 - a bug in exogpu: say so, keep checking
+                out.internal_error(f"--report: drawing {t.name} failed: "
+                                   f"{type(e).__name__}: {e} (this is a bug in exogpu)")
+    if args.report:
+        from .pictures import write_index
+
+        write_index(args.report, pages)
     code = _exit_code(reports, load_errors)
     out.finish(reports, load_errors, time.perf_counter() - t0, code)
     return code

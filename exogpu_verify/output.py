@@ -32,6 +32,12 @@ class Output:
         else:
             self.err.print(f"[bold red]exogpu-verify: usage error:[/] {escape(msg)}")
 
+    def internal_error(self, msg: str) -> None:
+        if self.json_mode:
+            self.errors.append({"internal": msg})
+        else:
+            self.err.print(f"[bold red]exogpu-verify: internal error:[/] {escape(msg)}")
+
     def load_error(self, path, d: Diagnostic) -> None:
         if self.json_mode:
             self.errors.append({"file": str(path), "diagnostic": d.to_json()})
