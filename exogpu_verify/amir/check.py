@@ -102,9 +102,15 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
         if iters:
             notes.append("later access at " + ", ".join(f"{k}={v}" for k, v in iters.items()))
         sec = (Span(first.srcinfo, "earlier access"),) if first is not None else ()
+        hint = "add the missing Fence or Arrive/Await pair between the two accesses"
+        if first is not None and first.task != second.task and ALL not in (first.task,
+                                                                          second.task):
+            # tasks are separate clusters: no synchronization statement orders them
+            hint = ("the accesses are in different tasks (cuda_tasks iterations run on "
+                    "different clusters, which no Fence or barrier orders): index the data "
+                    "so that each task touches its own part")
         d = Diagnostic.at("sync", msg, second.srcinfo, notes=tuple(notes), secondary=sec,
-                          hint="add the missing Fence or Arrive/Await pair between the two "
-                               "accesses")
+                          hint=hint)
         w = Witness(dict(sizes), _event_json(first, bd, m.task_desc) if first else {},
                     _event_json(second, bd, m.task_desc), h.missing)
         return "refuted", (d,), w, f"{h.kind} hazard"

@@ -371,7 +371,7 @@ class Machine:
     def _elem_name(self, key) -> str:
         b = self.barriers.get(key[0])
         name = b["display"] if b is not None and b["display"] else key[0]
-        return f"{name}[{', '.join(map(str, key[1]))}]"
+        return f"{name}[{', '.join(map(str, key[1]))}]" if key[1] else name
 
     def _check_ring_balance(self, b: dict, s: A.AmFree):
         """At the free of an mbarrier ring, every virtual index must have completed one phase.
