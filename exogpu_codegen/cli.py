@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from exogpu_verify.loader import UsageError, find_files, load_module, module_procs
+from exogpu_verify.loader import UsageError, find_files, load_module, module_bindings
 from exogpu_verify.errors import ExoGpuError
 
 from .build import build
@@ -55,19 +55,20 @@ def main(argv: list[str] | None = None) -> int:
             print(diag.render(), file=sys.stderr)
             errors += 1
             continue
-        for p in module_procs(mod):
-            rec = {"proc": p.name, "file": str(f)}
+        # files are named by the module-level binding: procs a factory builds share a def name
+        for name, p in module_bindings(mod):
+            rec = {"proc": p.name, "name": name, "file": str(f)}
             try:
                 g = generate(p, arch=args.arch, unchecked=args.unchecked,
                              proof_dir=args.certificates)
-                src = out / f"{p.name}.cu"
+                src = out / f"{name}.cu"
                 src.write_text(g.source)
                 rec["source"] = str(src)
-                line = f"{p.name}: {src}"
+                line = f"{name}: {src}"
                 if not args.no_build:
                     b = build(g.source, p.name, args.arch,
                               dynamic_smem={k.name: k.smem_bytes for k in g.kernels})
-                    lib = out / f"{p.name}.so"
+                    lib = out / f"{name}.so"
                     lib.write_bytes(b.library.read_bytes())
                     rec["library"] = str(lib)
                     rec["resources"] = [r.to_json() for r in b.resources]

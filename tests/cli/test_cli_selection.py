@@ -125,5 +125,8 @@ def test_codegen_counts_factory_procs(tmp_path, capsys):
                          "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert [r["proc"] for r in doc] == ["copy", "copy"]
+    assert [(r["name"], r["proc"]) for r in doc] == [("copy256", "copy"), ("copy128", "copy")]
     assert all(r["ok"] for r in doc)
+    # one source per binding: the two variants do not overwrite each other
+    assert sorted(f.name for f in tmp_path.glob("*.cu")) == ["copy128.cu", "copy256.cu"]
+    assert (tmp_path / "copy128.cu").read_text() != (tmp_path / "copy256.cu").read_text()
