@@ -143,7 +143,7 @@ def _volume(sizes: dict) -> int:
 
 
 def check_agreement(name: str, p: Procedure, sizes: list[dict], budget_s: float = 1e9,
-                    first_s: float = 300.0) -> Outcome:
+                    first_s: float = 1e9) -> Outcome:
     """Run ``verify(p)`` (auto, no sizes: symbolic, with concrete replay of a refutation)
     and the concrete checker at ``sizes`` (smallest first; the first size gets ``first_s``
     seconds, the others share ``budget_s``; a size that runs out of time is recorded as
