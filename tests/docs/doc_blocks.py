@@ -10,8 +10,8 @@ Conventions (also in docs/tutorial.md, "How this page is tested"):
   ```` ```python fragment ```` is a piece of a proc body: it must parse inside a ``def``.
 * ```` ```text ```` blocks are run when they contain ``$ exogpu-verify ...`` (or
   ``$ python -m exogpu_verify ...``, ``$ exogpu-codegen ...``) lines, in the scratch folder
-  (where the repository's ``specs/`` and ``examples/`` are also visible). The lines after a
-  command are its expected output: each must appear in the actual output, in order (other
+  (where the repository's ``specs/``, ``examples/`` and ``proofs/`` are also visible). The
+  lines after a command are its expected output: each must appear in the actual output, in order (other
   lines may come in between); a line ending in ``...`` matches any line that starts with the
   rest; runs of spaces count as one, timings (``in 1.23s``) are not compared, and the
   scratch folder's path is removed from the actual output.

@@ -39,13 +39,14 @@ def _runs():
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    """doc -> a folder with the doc's named files (and the repository's specs/, examples/)."""
+    """doc -> a folder with the doc's named files (and the repository's specs/, examples/,
+    proofs/)."""
     made: dict[Path, Path] = {}
 
     def get(doc: Path) -> Path:
         if doc not in made:
             d = tmp_path_factory.mktemp(doc.stem.lower())
-            for sub in ("specs", "examples"):
+            for sub in ("specs", "examples", "proofs"):
                 os.symlink(ROOT / sub, d / sub)
             files: dict[str, str] = {}
             for b in blocks(doc):
