@@ -13,8 +13,8 @@ Conventions (also in docs/tutorial.md, "How this page is tested"):
   (where the repository's ``specs/``, ``examples/`` and ``proofs/`` are also visible). The
   lines after a command are its expected output: each must appear in the actual output, in
   order (other lines may come in between); a line ending in ``...`` matches any line that
-  starts with the rest; runs of spaces count as one, timings (``in 1.23s``) are not compared, and the
-  scratch folder's path is removed from the actual output.
+  starts with the rest; runs of spaces count as one, timings (``in 1.23s``) are not
+  compared, and the scratch folder's path is removed from the actual output.
 * Blocks in other languages (``bash``, none) are not run.
 """
 
