@@ -9,7 +9,8 @@ Conventions (also in docs/tutorial.md, "How this page is tested"):
 * ```` ```python ```` without a name is an API fragment: it must parse as Python.
   ```` ```python fragment ```` is a piece of a proc body: it must parse inside a ``def``.
 * ```` ```text ```` blocks are run when they contain ``$ exogpu-verify ...`` (or
-  ``$ python -m exogpu_verify ...``, ``$ exogpu-codegen ...``) lines, in the scratch folder
+  ``$ python -m exogpu_verify ...``, ``$ exogpu-codegen ...``, ``$ python NAME.py`` for a file
+  of the page) lines, in the scratch folder
   (where the repository's ``specs/``, ``examples/`` and ``proofs/`` are also visible). The
   lines after a command are its expected output: each must appear in the actual output, in
   order (other lines may come in between); a line ending in ``...`` matches any line that
@@ -25,6 +26,8 @@ import io
 import os
 import re
 import shlex
+import subprocess
+import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,12 +110,19 @@ def commands(text: str) -> list[tuple[str, list[str]]]:
 
 def is_tool_command(cmd: str) -> bool:
     argv = shlex.split(cmd)
-    return bool(argv) and (argv[0] in COMMANDS or argv[:3] == ["python", "-m", "exogpu_verify"])
+    return bool(argv) and (argv[0] in COMMANDS or argv[:3] == ["python", "-m", "exogpu_verify"]
+                           or (len(argv) == 2 and argv[0] == "python"
+                               and argv[1].endswith(".py")))
 
 
 def run_command(cmd: str, cwd: Path) -> tuple[int, str]:
-    """Run one documented command in-process (exogpu-verify / exogpu-codegen), in ``cwd``."""
+    """Run one documented command in ``cwd``: exogpu-verify / exogpu-codegen in-process,
+    ``python NAME.py`` (a file of the page) in a fresh interpreter."""
     argv = shlex.split(cmd)
+    if argv[0] == "python" and argv[1].endswith(".py"):
+        r = subprocess.run([sys.executable, argv[1]], cwd=cwd, capture_output=True, text=True,
+                           timeout=1800)
+        return r.returncode, r.stdout + r.stderr
     if argv[:3] == ["python", "-m", "exogpu_verify"]:
         argv = ["exogpu-verify"] + argv[3:]
     if argv[0] == "exogpu-verify":
