@@ -87,7 +87,9 @@ def _module_procs():
                         and sizes:
                     small = {k: SMALLER.get(k, x) for k, x in sizes.items()}
                     pid = f"{f.stem}.{v.name}"
-                    marks = [pytest.mark.slow] if pid in SLOW_SHIPPED else []
+                    # the GEMM family: ~1 min of oracle runs per variant
+                    marks = [pytest.mark.slow] if f.stem == "gemm" or pid in SLOW_SHIPPED \
+                        else []
                     out.append(pytest.param(v, small, id=pid, marks=marks))
     return out
 
