@@ -45,9 +45,12 @@ def load_prog(relpath: str):
 _VERIFIED: dict = {}
 
 
-def verify_cached(p, sizes: dict | None = None, mode: str | None = None):
+def verify_cached(p, sizes: dict | None = None, mode: str | None = None,
+                  timeout_s: float = 3600.0):
     """``exogpu_verify.verify(p, sizes=..., mode=...)``, once per program text in a test
-    session (each pytest-xdist worker has its own cache).
+    session (each pytest-xdist worker has its own cache). The timeout only guards against a
+    hang: verify's default 60 s of wall-clock would turn a proof into ``checked`` on a
+    loaded machine, and tests must not depend on time.
 
     Several test modules verify the same shipped procs (loaded separately, so as different
     ``Procedure`` objects); the key is what the verdict depends on: the printed program, the
@@ -62,5 +65,5 @@ def verify_cached(p, sizes: dict | None = None, mode: str | None = None):
            p.srcinfo.file)
     hit = _VERIFIED.get(key)
     if hit is None:
-        hit = _VERIFIED[key] = verify(p, sizes=sizes, mode=mode)
+        hit = _VERIFIED[key] = verify(p, sizes=sizes, mode=mode, timeout_s=timeout_s)
     return hit
