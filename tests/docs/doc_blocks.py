@@ -15,7 +15,9 @@ Conventions (also in docs/tutorial.md, "How this page is tested"):
   lines after a command are its expected output: each must appear in the actual output, in
   order (other lines may come in between); a line ending in ``...`` matches any line that
   starts with the rest; runs of spaces count as one, timings (``in 1.23s``) are not
-  compared, and the scratch folder's path is removed from the actual output.
+  compared, and the scratch folder's path is removed from the actual output. ``exogpu-verify``
+  runs with ``--timeout 3600`` unless the command sets one, so no verdict depends on the
+  machine's load.
 * Blocks in other languages (``bash``, none) are not run.
 """
 
@@ -127,6 +129,9 @@ def run_command(cmd: str, cwd: Path) -> tuple[int, str]:
         argv = ["exogpu-verify"] + argv[3:]
     if argv[0] == "exogpu-verify":
         from exogpu_verify.cli import main
+
+        if "--timeout" not in argv:  # a hang guard: verdicts must not depend on the load
+            argv += ["--timeout", "3600"]
     else:
         from exogpu_codegen.cli import main
     buf = io.StringIO()
