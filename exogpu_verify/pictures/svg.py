@@ -59,15 +59,16 @@ def witness_svg(pic: WitnessPicture) -> str:
     ncols = len(lanes) + (1 if other else 0)
     gutter = 56 if any(r.barrier for r in pic.rows) else 0
     left = MARGIN + gutter
-    width = left + MARGIN + ncols * LANE_W + (ncols - 1) * LANE_GAP + 110
+    width = max(900, left + MARGIN + ncols * LANE_W + (ncols - 1) * LANE_GAP + 110)
     col_x = [left + i * (LANE_W + LANE_GAP) for i in range(ncols)]
     bottom = TOP + len(pic.rows) * ROW_H
     foot = _footer_lines(pic, width)
     height = bottom + 40 + 18 * len(foot) + 30
     out: list[str] = []
     sizes = ", ".join(f"{k}={v}" for k, v in pic.sizes.items()) or "no sizes"
-    out.append(_t(MARGIN, 36, f"refuted: {_clip(pic.title, 110)}", 18, "bold", "#b91c1c"))
     fit = int((width - 2 * MARGIN) / 6.6)
+    out.append(_t(MARGIN, 36, _clip(f"refuted: {pic.title}", int(fit * 0.68)), 18, "bold",
+                  "#b91c1c"))
     out.append(_t(MARGIN, 60, _clip(f"{pic.where}  \u00b7  witness at {sizes}", fit), 13,
                   fill="#374151"))
     out.append(_t(MARGIN, 82, _clip("lanes: threads \u00b7 downward: program order \u00b7 "

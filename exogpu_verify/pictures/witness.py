@@ -103,6 +103,10 @@ def witness_picture(p: N.Procedure, r: Report, where: str) -> WitnessPicture | N
     stmts = _statements(p)
     f_at = _find(stmts, first) if first else None
     s_at = _find(stmts, second)
+    if s_at is not None and str(second.get("what", "")).startswith("free"):
+        # a free happens at the end of the allocation's block, after its last statement
+        path, st, anc = s_at
+        s_at = (path[:-1] + ((path[-1][0], 999_999),), st, anc)
     rows: list[Row] = []
     if first:
         rows.append(_access_row(first, "earlier", la, w.sizes))

@@ -40,7 +40,8 @@ def progs(prog_loader):
 
 @pytest.fixture(scope="module")
 def reports(progs):
-    return {n: verify(getattr(progs, n)) for n in ("handoff_bug", "partial_arrive", "handoff")}
+    return {n: verify(getattr(progs, n))
+            for n in ("handoff_bug", "partial_arrive", "handoff", "free_bug")}
 
 
 def draw(progs, reports, name, tmp_path) -> ET.Element:
@@ -94,6 +95,19 @@ def test_per_warp_fence_is_drawn_per_warp(progs, reports, tmp_path):
     assert len([c for c in fence if c.tag == f"{SVG}rect"]) == 1
 
 
+def test_free_is_at_the_end_of_the_block(progs, reports, tmp_path):
+    """The free of a buffer comes after the block's last statement: the per-warp Fences after
+    the last read lie between the read and the free (drawn once per warp)."""
+    r = reports["free_bug"]
+    assert r.verdict == "refuted" and "free" in r.reason
+    root = draw(progs, reports, "free_bug", tmp_path)
+    start = marker_def("free_bug")
+    accesses = {g.get("data-role"): int(g.get("data-line")) for g in groups(root, "access")}
+    assert accesses == {"earlier": marker("LAST READ", start), "later": marker("ALLOC", start)}
+    [fence] = groups(root, "sync")
+    assert int(fence.get("data-line")) == marker("WARP FENCE AFTER", start)
+
+
 def test_proof_picture_counts_obligations_by_kind(progs, reports, tmp_path):
     r = reports["handoff"]
     assert r.verdict == "proven"
@@ -137,12 +151,11 @@ def test_cli_report_writes_pages_and_an_index(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1
     names = sorted(f.name for f in tmp_path.iterdir())
-    assert names == ["handoff.handoff.html", "handoff.handoff.svg", "handoff.handoff_bug.html",
-                     "handoff.handoff_bug.svg", "handoff.partial_arrive.html",
-                     "handoff.partial_arrive.svg", "index.html"]
+    procs = ["handoff_bug", "partial_arrive", "handoff", "free_bug"]  # in binding order
+    assert names == sorted([f"handoff.{p}.{ext}" for p in procs for ext in ("html", "svg")]
+                           + ["index.html"])
     index = (tmp_path / "index.html").read_text()
-    assert re.findall(r'href="([^"]+)"', index) == [
-        "handoff.handoff_bug.html", "handoff.partial_arrive.html", "handoff.handoff.html"]
+    assert re.findall(r'href="([^"]+)"', index) == [f"handoff.{p}.html" for p in procs]
     assert "report: " in out
 
 
