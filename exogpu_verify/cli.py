@@ -116,21 +116,31 @@ def _load(args, out) -> tuple[list[Target], int]:
     failed to load. A PATH that loads cleanly but binds no proc is a usage error."""
     targets: list[Target] = []
     load_errors = 0
+    seen: dict[Path, tuple[int, list[str]]] = {}  # a file named twice is loaded once
     for arg in args.paths:
-        n_before, errors_before = len(targets), load_errors
+        found, errors_before = 0, load_errors
         imported: list[str] = []
         files = find_files([arg])
         for f in files:
+            key = f.resolve()
+            if key in seen:
+                found += seen[key][0]
+                imported += seen[key][1]
+                continue
             mod, diag = load_module(f)
             if diag is not None:
                 load_errors += 1
                 out.load_error(f, diag)
+                seen[key] = (0, [])
                 continue
             bound = module_bindings(mod)
             targets += [Target(f, name, p) for name, p in bound]
-            imported += [k for k, v in vars(mod).items() if isinstance(v, Procedure)
-                         and not v.is_instr and all(v is not p for _, p in bound)]
-        if len(targets) == n_before and load_errors == errors_before:
+            only = [k for k, v in vars(mod).items() if isinstance(v, Procedure)
+                    and not v.is_instr and all(v is not p for _, p in bound)]
+            seen[key] = (len(bound), only)
+            found += len(bound)
+            imported += only
+        if not found and load_errors == errors_before:
             what = "file" if Path(arg).is_file() else f"folder ({len(files)} .py files)"
             why = (f" ({', '.join(sorted(set(imported)))} only imported: procs are checked in "
                    "the module that builds them)") if imported else ""

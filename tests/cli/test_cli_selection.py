@@ -47,6 +47,12 @@ def test_a_folder_counts_each_proc_once(capsys):
     assert code == 0 and names == ["copy128", "copy256"]
 
 
+def test_a_file_named_twice_is_checked_once(capsys):
+    code, out, _ = run([VARIANTS, PROGS, "--json"], capsys)
+    assert code == 0 and sorted(r["name"] for r in json.loads(out)["reports"]) == \
+        ["copy128", "copy256"]
+
+
 def test_file_without_proc_is_usage_error(tmp_path, capsys):
     f = tmp_path / "kernels.py"
     f.write_text("from exogpu_verify import *\n\ndef forgot_the_decorator(N: size):\n"
