@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from exogpu_verify.loader import UsageError, distinct_procs, find_files, load_module
+from exogpu_verify.loader import (UsageError, find_files, load_module, module_bindings,
+                                    name_clashes)
 from exogpu_verify.errors import ExoGpuError
 
 from .build import build
@@ -62,24 +63,28 @@ def main(argv: list[str] | None = None) -> int:
             print(diag.render(), file=sys.stderr)
             errors += 1
             continue
-        procs, clashes = distinct_procs(mod)
-        for d in clashes:  # two procs of one name would overwrite each other's .cu
+        bound = module_bindings(mod)
+        clashes = name_clashes(mod, list({id(p): p for _, p in bound}.values()))
+        for d in clashes.values():  # two procs of one name would overwrite each other's .cu
             print(d.render(), file=sys.stderr)
             errors += 1
             summary.append({"file": str(f), "ok": False, "error": d.to_json()})
-        for p in procs:
-            rec = {"proc": p.name, "file": str(f)}
+        # files are named by the module-level binding: procs a factory builds share a def name
+        for name, p in bound:
+            if p.name in clashes:
+                continue
+            rec = {"proc": p.name, "name": name, "file": str(f)}
             try:
                 g = generate(p, arch=args.arch, unchecked=args.unchecked,
                              proof_dir=args.certificates)
-                src = out / f"{p.name}.cu"
+                src = out / f"{name}.cu"
                 src.write_text(g.source)
                 rec["source"] = str(src)
-                line = f"{p.name}: {src}"
+                line = f"{name}: {src}"
                 if not args.no_build:
                     b = build(g.source, p.name, args.arch,
                               dynamic_smem={k.name: k.smem_bytes for k in g.kernels})
-                    lib = out / f"{p.name}.so"
+                    lib = out / f"{name}.so"
                     lib.write_bytes(b.library.read_bytes())
                     rec["library"] = str(lib)
                     rec["resources"] = [r.to_json() for r in b.resources]

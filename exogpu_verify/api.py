@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from .errors import ExoGpuError
+from .errors import ExoGpuError, user_error
 from .ir.nodes import Procedure
 from .report import VERDICTS, Diagnostic, Report, Witness  # noqa: F401  (re-exported)
 
@@ -33,6 +33,13 @@ def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
         raise TypeError(f"verify() expects a @proc, not {type(p).__name__}")
     if mode not in MODES:
         raise ValueError(f"verify(mode=...) must be one of {', '.join(MODES)}, not {mode!r}")
+    if sizes is not None:
+        problems = size_problems(p, sizes)
+        if problems:
+            raise user_error("usage", f"verify({p.name}, sizes={sizes!r}): "
+                             + "; ".join(problems), p.srcinfo,
+                             hint="give every size parameter a positive integer that "
+                                  "satisfies the proc's asserts")
     stages: list[str] = []
     try:
         diags = _static_analyses(p, stages)
@@ -127,6 +134,56 @@ def _symbolic(p, sizes, mode, timeout_s, stages, t0):
         return None
     _LAST_REASON[p.name] = res.reason
     return None
+
+
+def size_problems(p: Procedure, sizes: dict) -> list[str]:
+    """What is wrong with concrete ``sizes`` for ``p``, one message per problem, each naming
+    the size: a name that is no control parameter, a missing or non-integer value, a size
+    that is not positive, an ``assert`` the values violate (stride asserts are not checked:
+    strides are not sizes). Empty when the sizes are usable."""
+    from .amir.evaluate import ev
+    from .ir.printer import expr_str
+
+    if not isinstance(sizes, dict):
+        return [f"sizes must be a dict of name -> int, not {type(sizes).__name__}"]
+    ctrl = {prm.name: prm for prm in p.params if not prm.is_data}
+    out = []
+    for k, v in sizes.items():
+        prm = ctrl.get(k)
+        if prm is None:
+            have = ", ".join(ctrl) or "none"
+            out.append(f"{k!r} is not a size parameter of {p.name} (its parameters: {have})")
+        elif prm.type.name == "bool":
+            if not isinstance(v, bool) and v not in (0, 1):
+                out.append(f"{k} must be a bool, got {v!r}")
+        elif isinstance(v, bool) or not isinstance(v, int):
+            out.append(f"{k} must be an integer, got {v!r}")
+        elif prm.type.name == "size" and v <= 0:
+            out.append(f"{k} must be positive (a size), got {v}")
+    missing = [k for k in ctrl if k not in sizes]
+    if missing:
+        out.append(f"no value for {', '.join(missing)}")
+    if out:
+        return out
+    for pred in p.preds:
+        if _mentions_stride(pred):
+            continue
+        if not ev(pred, dict(sizes)):
+            si = pred.srcinfo
+            where = f" ({si.file}:{si.line})" if si is not None and si.line else ""
+            vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
+            verb = "violates" if len(sizes) == 1 else "violate"
+            out.append(f"{vals} {verb} `assert {expr_str(pred)}`{where}")
+    return out
+
+
+def _mentions_stride(e) -> bool:
+    from .ir.nodes import StrideExpr
+
+    if isinstance(e, StrideExpr):
+        return True
+    return any(_mentions_stride(getattr(e, f)) for f in ("lhs", "rhs", "arg")
+               if hasattr(e, f))
 
 
 def _module_sizes(p: Procedure) -> dict | None:

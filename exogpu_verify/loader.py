@@ -6,6 +6,7 @@ a failure becomes a located ``Diagnostic``.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
 from pathlib import Path
@@ -65,14 +66,104 @@ def load_module(path: Path):
     return mod, None
 
 
-def module_procs(mod) -> list[Procedure]:
-    """Module-level procs defined in ``mod`` (instructions and imported procs excluded)."""
-    out = []
-    for v in vars(mod).values():
-        if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod):
-            if v not in out:
-                out.append(v)
+def module_bindings(mod) -> list[tuple[str, Procedure]]:
+    """``(name, proc)`` for every proc bound at module level in ``mod``, in binding order.
+
+    A proc counts wherever it was built: by a ``def`` in this module, or by a call such as
+    ``gemm = make_gemm(cfg)`` whose factory lives in another module. A proc that is only
+    imported (``from kernels import gemm``) belongs to the module that binds it and is not
+    counted again here. Instructions (``@instr``) are not procs to check. The first name
+    bound to a proc wins when several names refer to it.
+    """
+    local, imported, stars = _top_level_names(getattr(mod, "__file__", None))
+    star_mods = [m for m in (sys.modules.get(n) for n in stars) if m is not None]
+    out: list[tuple[str, Procedure]] = []
+    seen: list[Procedure] = []
+    for name, v in vars(mod).items():
+        if not isinstance(v, Procedure) or v.is_instr or name.startswith("__"):
+            continue
+        # built here (by a def, a local factory, or an assignment) unless it came by an import
+        # (named, or ``from m import *`` of a module that binds the same proc); a name bound
+        # dynamically (``globals()[n] = make(n)``) counts
+        came_by_star = any(getattr(m, name, None) is v for m in star_mods)
+        if not (v.module is vars(mod) or name in local
+                or (name not in imported and not came_by_star)):
+            continue
+        if any(v is q or v == q for q in seen):
+            continue
+        seen.append(v)
+        out.append((name, v))
     return out
+
+
+def module_procs(mod) -> list[Procedure]:
+    """The procs of ``module_bindings(mod)``."""
+    return [p for _, p in module_bindings(mod)]
+
+
+def _top_level_names(file) -> tuple[set[str], set[str], list[str]]:
+    """(names bound by assignments, defs, loop and ``with`` targets; names bound by
+    ``import``; the modules of ``from m import *``) of a module's top-level code, looking
+    inside top-level ``if``/``try``/``for``/``with`` blocks."""
+    names: set[str] = set()
+    imported: set[str] = set()
+    stars: list[str] = []
+    if not file:
+        return names, imported, stars
+    try:
+        tree = ast.parse(Path(file).read_text(), filename=str(file))
+    except (OSError, SyntaxError, ValueError):
+        return names, imported, stars
+
+    def targets(t):
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for x in t.elts:
+                targets(x)
+        elif isinstance(t, ast.Starred):
+            targets(t.value)
+
+    def block(stmts):
+        for st in stmts:
+            if isinstance(st, (ast.Import, ast.ImportFrom)):
+                for a in st.names:
+                    if a.name == "*":
+                        stars.append(st.module or "")
+                    else:
+                        imported.add(a.asname or a.name.split(".")[0])
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(st.name)
+            elif isinstance(st, ast.Assign):
+                for t in st.targets:
+                    targets(t)
+            elif isinstance(st, (ast.AnnAssign, ast.AugAssign)):
+                targets(st.target)
+            elif isinstance(st, (ast.For, ast.AsyncFor)):
+                targets(st.target)
+                block(st.body)
+                block(st.orelse)
+            elif isinstance(st, (ast.With, ast.AsyncWith)):
+                for it in st.items:
+                    if it.optional_vars is not None:
+                        targets(it.optional_vars)
+                block(st.body)
+            elif isinstance(st, ast.If):
+                block(st.body)
+                block(st.orelse)
+            elif isinstance(st, ast.Try):
+                block(st.body)
+                for h in st.handlers:
+                    block(h.body)
+                block(st.orelse)
+                block(st.finalbody)
+            for node in ast.walk(st) if isinstance(st, (ast.Assign, ast.AnnAssign, ast.Expr,
+                                                          ast.AugAssign)) else ():
+                if isinstance(node, ast.NamedExpr):
+                    targets(node.target)
+
+    block(tree.body)
+    return names, imported, stars
 
 
 def name_clashes(mod, procs: list[Procedure]) -> dict[str, Diagnostic]:

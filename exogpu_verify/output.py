@@ -24,12 +24,19 @@ class Output:
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
         self.items: list[dict] = []
         self.errors: list[dict] = []
+        self._ir: dict[str, str] = {}
 
     def usage_error(self, msg: str) -> None:
         if self.json_mode:
             print(json.dumps({"error": "usage", "message": msg}))
         else:
             self.err.print(f"[bold red]exogpu-verify: usage error:[/] {escape(msg)}")
+
+    def internal_error(self, msg: str) -> None:
+        if self.json_mode:
+            self.errors.append({"internal": msg})
+        else:
+            self.err.print(f"[bold red]exogpu-verify: internal error:[/] {escape(msg)}")
 
     def load_error(self, path, d: Diagnostic) -> None:
         if self.json_mode:
@@ -63,15 +70,42 @@ class Output:
             if status is not None:
                 status.stop()
 
-    def report(self, path, r: Report) -> None:
+    def ir(self, path, name: str, text: str) -> None:
+        """``--print-ir``: the proc's printed IR (in JSON, a field of its report)."""
+        if self.json_mode:
+            self._ir[name] = text
+            return
+        self.console.print(f"[dim]# IR of {escape(str(path))}::{escape(name)}[/]")
+        self.console.print(escape(text.rstrip("\n")))
+
+    def picture(self, files: list) -> None:
+        """``--report DIR``: the files written for the last report."""
+        if self.json_mode:
+            if self.items:
+                self.items[-1]["report_files"] = [str(f) for f in files]
+            return
+        for f in files:
+            self.console.print(f"          [dim]report: {escape(str(f))}[/]")
+
+    def report(self, path, r: Report, name: str | None = None) -> None:
+        """One verdict; ``name`` is the module-level name the proc is bound to (shown beside
+        the def name when they differ: ``copy256 (copy)``)."""
+        name = name or r.proc
+        label = name if name == r.proc else f"{name} ({r.proc})"
         if self.json_mode:
             d = r.to_json()
             d["file"] = str(path)
+            d["name"] = name
+            if name in self._ir:
+                d["ir"] = self._ir.pop(name)
             self.items.append(d)
             return
         style = _STYLE[r.verdict]
-        self.console.print(f"[{style}]{r.verdict:>8}[/]  {escape(str(path))}::{escape(r.proc)}"
-                           + (f"  [dim]{escape(r.reason)}[/]" if r.reason else ""))
+        at = ""
+        if r.verdict == "checked" and r.sizes is not None:
+            at = "  at " + (", ".join(f"{k}={v}" for k, v in r.sizes.items()) or "(no sizes)")
+        self.console.print(f"[{style}]{r.verdict:>8}[/]  {escape(str(path))}::{escape(label)}"
+                           + at + (f"  [dim]{escape(r.reason)}[/]" if r.reason else ""))
         for d in r.diagnostics:
             self.console.print(escape(render(d)))
         if r.witness is not None:

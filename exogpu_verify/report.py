@@ -75,11 +75,11 @@ class Diagnostic:
             "message": self.message,
             "file": self.file,
             "line": self.line,
-            "col": self.col,
+            "col": None if self.col is None else self.col + 1,  # 1-based, as rendered
             "hint": self.hint,
             "notes": list(self.notes),
             "secondary": [
-                {"file": s.srcinfo.file, "line": s.srcinfo.line, "col": s.srcinfo.col,
+                {"file": s.srcinfo.file, "line": s.srcinfo.line, "col": s.srcinfo.col + 1,
                  "label": s.label}
                 for s in self.secondary
             ],

@@ -21,12 +21,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import exogpu_verify
+from testlib import verify_cached
 from exogpu_verify import interpret
 from exogpu_verify.report import VERDICTS, Report
 from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
 from exogpu_verify.ir.printer import stmt_lines
 from exogpu_verify.ir import nodes as N
+
+# verify() of the shipped procs is shared with the other "shipped" modules
+# (testlib.verify_cached): pytest-xdist runs the group on one worker
+pytestmark = pytest.mark.xdist_group("shipped")
 
 DIR = Path(__file__).resolve().parents[1] / "examples"
 
@@ -173,8 +177,9 @@ def get(m: str, name: str) -> N.Procedure:
 
 @functools.cache
 def report(m: str, name: str):
-    """``verify`` at the defaults (auto mode, falling back to ``VERIFY_SIZES``), once."""
-    return exogpu_verify.verify(get(m, name))
+    """``verify`` at the defaults (auto mode, falling back to ``VERIFY_SIZES``), once per
+    session (``testlib.verify_cached``: other test modules verify the same procs)."""
+    return verify_cached(get(m, name))
 
 
 # ------------------------------------------------------------------ tests

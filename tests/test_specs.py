@@ -17,11 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import exogpu_verify
+from testlib import verify_cached
 from exogpu_verify import ExoGpuError, interpret
 from exogpu_verify.report import VERDICTS, Report
 from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
 from exogpu_verify.ir import nodes as N
+
+# verify() of the shipped procs is shared with the other "shipped" modules
+# (testlib.verify_cached): pytest-xdist runs the group on one worker
+pytestmark = pytest.mark.xdist_group("shipped")
 
 DIR = Path(__file__).resolve().parents[1] / "specs"
 
@@ -128,8 +132,9 @@ def get(m: str, name: str) -> N.Procedure:
 
 @functools.cache
 def report(m: str, name: str):
-    """``verify`` at the defaults (auto mode, falling back to ``VERIFY_SIZES``), once."""
-    return exogpu_verify.verify(get(m, name))
+    """``verify`` at the defaults (auto mode, falling back to ``VERIFY_SIZES``), once per
+    session (``testlib.verify_cached``: other test modules verify the same procs)."""
+    return verify_cached(get(m, name))
 
 
 # ------------------------------------------------------------------ tests
@@ -150,11 +155,17 @@ def test_every_proc_has_a_reference():
         f"stale references: {sorted(set(REFERENCES) - set(PROCS))}")
 
 
-#: (module, proc, seed): two seeds each, one per GEMM variant (a few seconds each)
+#: (module, proc, seed): two seeds each, one per GEMM variant (a few seconds each); the
+#: first GEMM variant runs by default, the others (~5 s of CPU each) with -m slow
 SEEDED = [(m, n, sd) for m, n in PROCS for sd in ((0,) if m == "gemm" else (0, 1))]
+_FIRST_GEMM = next((n for m, n in PROCS if m == "gemm"), None)
+SEEDED_PARAMS = [pytest.param(m, n, sd, id=f"{m}.{n}-{sd}",
+                              marks=[pytest.mark.slow] if m == "gemm" and n != _FIRST_GEMM
+                              else [])
+                 for m, n, sd in SEEDED]
 
 
-@pytest.mark.parametrize("m,name,seed", SEEDED, ids=[f"{m}.{n}-{sd}" for m, n, sd in SEEDED])
+@pytest.mark.parametrize("m,name,seed", SEEDED_PARAMS)
 def test_interpret_matches_numpy(m, name, seed):
     p = get(m, name)
     reference, rtol = REFERENCES[(m, name)]

@@ -40,3 +40,30 @@ def load_path(path, prefix: str = "exogpu_tests"):
 def load_prog(relpath: str):
     """Import ``tests/<relpath>`` (e.g. ``frontend/progs/accept_progs.py``) once."""
     return load_path(TESTS / relpath)
+
+
+_VERIFIED: dict = {}
+
+
+def verify_cached(p, sizes: dict | None = None, mode: str | None = None,
+                  timeout_s: float = 3600.0):
+    """``exogpu_verify.verify(p, sizes=..., mode=...)``, once per program text in a test
+    session (each pytest-xdist worker has its own cache). The timeout only guards against a
+    hang: verify's default 60 s of wall-clock would turn a proof into ``checked`` on a
+    loaded machine, and tests must not depend on time.
+
+    Several test modules verify the same shipped procs (loaded separately, so as different
+    ``Procedure`` objects); the key is what the verdict depends on: the printed program, the
+    module's ``VERIFY_SIZES`` (the auto-mode fallback), the sizes and the mode.
+    """
+    from exogpu_verify import verify
+    from exogpu_verify.ir.printer import print_proc
+
+    vs = p.module.get("VERIFY_SIZES") if isinstance(p.module, dict) else None
+    key = (print_proc(p), repr(sorted(vs.items())) if isinstance(vs, dict) else None,
+           repr(sorted((sizes or {}).items())) if sizes is not None else None, mode,
+           p.srcinfo.file)
+    hit = _VERIFIED.get(key)
+    if hit is None:
+        hit = _VERIFIED[key] = verify(p, sizes=sizes, mode=mode, timeout_s=timeout_s)
+    return hit

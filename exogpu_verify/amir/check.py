@@ -9,6 +9,7 @@ from ..ir.nodes import Procedure
 from .convert import lower_to_amir
 from .interp import CheckError, Hazard, Machine, describe_threads, ev
 from .machine import ALL
+from .threads import bits
 
 HAZARD_TEXT = {
     "RAW": "read-after-write hazard",
@@ -18,13 +19,29 @@ HAZARD_TEXT = {
 }
 
 
+def _thread_ranges(e) -> list[list[int]]:
+    """The event's thread ids as ``[first, last]`` runs (the pictures draw lanes from them)."""
+    if e.task == ALL:
+        return []
+    runs: list[list[int]] = []
+    for t in bits(e.mask):
+        if runs and runs[-1][1] == t - 1:
+            runs[-1][1] = t
+        else:
+            runs.append([t, t])
+    return runs
+
+
 def _event_json(e, blockDim, task_desc) -> dict:
     si = e.srcinfo
     return {
         "what": e.what,
         "file": getattr(si, "file", None),
         "line": getattr(si, "line", None),
+        "col": getattr(si, "col", -1) + 1 if si is not None else None,
         "threads": describe_threads(e.task, e.mask, blockDim, task_desc),
+        "thread_ranges": _thread_ranges(e),
+        "task": (task_desc or {}).get(e.task, "") if e.task != ALL else "",
         "timelines": [q.name for q in e.quals],
         "iterators": {k: v for k, v in e.env.items() if isinstance(k, str)},
     }
@@ -85,9 +102,15 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
         if iters:
             notes.append("later access at " + ", ".join(f"{k}={v}" for k, v in iters.items()))
         sec = (Span(first.srcinfo, "earlier access"),) if first is not None else ()
+        hint = "add the missing Fence or Arrive/Await pair between the two accesses"
+        if first is not None and first.task != second.task and ALL not in (first.task,
+                                                                          second.task):
+            # tasks are separate clusters: no synchronization statement orders them
+            hint = ("the accesses are in different tasks (cuda_tasks iterations run on "
+                    "different clusters, which no Fence or barrier orders): index the data "
+                    "so that each task touches its own part")
         d = Diagnostic.at("sync", msg, second.srcinfo, notes=tuple(notes), secondary=sec,
-                          hint=h.hint or "add the missing Fence or Arrive/Await pair between "
-                                         "the two accesses")
+                          hint=h.hint or hint)
         w = Witness(dict(sizes), _event_json(first, bd, m.task_desc) if first else {},
                     _event_json(second, bd, m.task_desc), h.missing)
         return "refuted", (d,), w, f"{h.kind} hazard"

@@ -389,7 +389,7 @@ class Machine:
     def _elem_name(self, key) -> str:
         b = self.barriers.get(key[0])
         name = b["display"] if b is not None and b["display"] else key[0]
-        return f"{name}[{', '.join(map(str, key[1]))}]"
+        return f"{name}[{', '.join(map(str, key[1]))}]" if key[1] else name
 
     def _param_state(self, name: str) -> VarState:
         for pname, mem, shape in self.am.data_params:

@@ -11,7 +11,8 @@
   ``tma_to_gmem_async`` / ``wgmma_async``; ``CudaClusterSync`` ``Arrive`` ⊆ ``Sm80_generic``;
   their ``Await``s ⊆ ``cuda_in_order`` or ⊆ ``cuda_generic_and_async_proxy``;
 * ``Await`` count ``N == 0`` for mbarriers and cluster syncs;
-* mbarriers have a non-distributed ``ring_buffer_by`` dimension (and ``PreArrive(k)`` fits);
+* ``CudaMbarrierPreArrive`` barriers have a non-distributed ``ring_buffer_by`` dimension that
+  ``PreArrive(k)`` fits; an mbarrier without one is single-phase per element;
 * all ``Arrive``s of a barrier share one timeline, one multicast pattern and one thread
   count; all ``Await``s share one timeline; only mbarriers multicast;
 * commit groups and cluster syncs are solitary: no two live ones of the same mechanism, and
@@ -95,10 +96,13 @@ def _barrier(a, arrs, awts, dinfo, err) -> None:
         if dinfo is not None and dinfo.of(z.name) is not None:
             nd = dinfo.of(z.name).n_distributed
         rings = [i for i, d in enumerate(z.dims) if d.ring_depth is not None and i >= nd]
-        if not rings:
-            err(f"mbarrier '{z.name}' is missing a managed ring buffer dimension "
-                f"(@ ring_buffer_by)", z, f"declare it e.g. `{z.name}: barrier[K @ "
-                f"ring_buffer_by(4)] @ {m}` and index it by the iteration")
+        # without a ring dimension every element is single-phase (LANGUAGE.md: one Arrive,
+        # then Awaits); both checkers refute a second Arrive on an element from one CTA
+        if not rings and m.pre_arrive:
+            err(f"{m} '{z.name}' needs a managed ring buffer dimension (@ ring_buffer_by): "
+                "pre-arrived phases are virtual ring indices", z, f"declare it e.g. "
+                f"`{z.name}: barrier[K @ ring_buffer_by(4)] @ {m}`, or use CudaMbarrier for "
+                "a single phase")
         elif m.pre_arrive and any(z.dims[i].ring_depth < m.pre_arrive for i in rings):
             err(f"{m}: {m.pre_arrive} pre-arrived slots exceed the ring depth of '{z.name}'", z)
     first_arr = None

@@ -25,6 +25,7 @@ from .asserts import unsatisfiable
 from .exprs import ExprParser, _describe
 from .language import KEYWORDS, Keyword
 from .sync import SyncParser
+from .unsupported import check_constructs
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,7 @@ class Parser(ExprParser, SyncParser):
             raise self.err("syntax", "procedure parameters must be plain `name: type` "
                            "parameters (no defaults, *args or keyword-only)", f)
         params = tuple(self.param(arg) for arg in a.args)
+        check_constructs(f, self.err, lambda n: isinstance(self.env.get(n), N.Procedure))
         body = list(f.body)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):

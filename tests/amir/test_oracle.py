@@ -101,13 +101,21 @@ def _module_procs():
                 if isinstance(v, N.Procedure) and not v.is_instr and v.module is vars(mod) \
                         and sizes:
                     small = {k: SMALLER.get(k, x) for k, x in sizes.items()}
+                    pid = f"{f.stem}.{v.name}"
                     # the GEMM family: ~1 min of oracle runs per variant
-                    marks = (pytest.mark.slow,) if f.stem == "gemm" else ()
-                    out.append(pytest.param(v, small, id=f"{f.stem}.{v.name}", marks=marks))
+                    marks = [pytest.mark.slow] if f.stem == "gemm" or pid in SLOW_SHIPPED \
+                        else []
+                    out.append(pytest.param(v, small, id=pid, marks=marks))
     return out
 
 
 # ------------------------------------------------------------------ shipped programs
+#: more than ~3 s of CPU each (10 oracle runs of a warp-specialized kernel): the slow step
+SLOW_SHIPPED = {"matmul_smem.matmul_smem", "sync_bug_async_transitive.async_transitive_fixed",
+                "sync_bug_async_transitive.async_transitive_bug",
+                "sync_bug_wgmma_wait.wgmma_wait_fixed", "sync_bug_wgmma_wait.wgmma_wait_bug"}
+
+
 @pytest.mark.parametrize("p,sizes", _module_procs())
 def test_shipped_programs(p, sizes):
     """Accepted => every sampled execution is the sequential one; the paper's buggy
@@ -124,6 +132,7 @@ def test_shipped_programs(p, sizes):
         assert outs["differs"] + outs["deadlock"] > 0, f"{p.name}: race never exposed"
 
 
+@pytest.mark.slow
 def test_hopper_gemm_tile(prog_loader):
     """TMA into an mbarrier ring with pre-arrival, wgmma with commit groups (FIFO per
     warpgroup), distributed accumulators: accepted and race-free in every sample."""
@@ -205,6 +214,7 @@ N_PROGRAMS = 150
 SEEDS = 6
 
 
+@pytest.mark.slow
 def test_random_programs(prog_loader, capsys):
     """Soundness on random kernels, and how often a rejected one visibly misbehaves."""
     gen = prog_loader("amir/progs/oracle_gen.py")

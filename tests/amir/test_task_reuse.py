@@ -35,6 +35,7 @@ def _same(p, sizes):
     return a[0]
 
 
+@pytest.mark.slow
 def test_generated_corpus_reports_unchanged():
     G = load_path(ROOT / "tests" / "symbolic" / "progs" / "generator.py", "exogpu_symtests")
     verdicts = []
@@ -47,6 +48,7 @@ def test_generated_corpus_reports_unchanged():
     assert "checked" in verdicts and "refuted" in verdicts
 
 
+@pytest.mark.slow
 def test_oracle_corpus_reports_unchanged(prog_loader):
     gen = prog_loader("amir/progs/oracle_gen.py")
     for n in range(80):
@@ -105,6 +107,7 @@ def f(N: size, A: f32[N, 32] @ CudaGmemLinear):
     assert _same(p, {"N": 4}) == "refuted"
 
 
+@pytest.mark.slow
 def test_shipped_programs_reports_unchanged():
     from exogpu_verify.ir.nodes import Procedure
 

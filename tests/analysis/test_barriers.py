@@ -65,9 +65,21 @@ def test_mbarrier_await_count_must_be_zero():
     assert_error(mbar(N=1, mark=2), "barrier-usage", "N = 0")
 
 
-def test_mbarrier_needs_ring_dimension():
+def test_mbarrier_without_ring_is_single_phase_per_element():
+    # each of the 4 elements is arrived on once and then awaited: accepted statically
+    # (a second phase on an element is refuted by the checkers: test_oneshot_mbarrier.py)
+    assert_ok(prog("""
+z: barrier[4] @ CudaMbarrier
+for k in seq(0, 4):
+    for i in cuda_threads(0, 1, unit=cuda_thread):
+        Arrive(cuda_in_order) >> z[k]
+        Await(z[k], cuda_in_order, 0)
+"""))
+
+
+def test_pre_arrive_needs_ring_dimension():
     assert_error(prog("""
-z: barrier[4] @ CudaMbarrier  # <-
+z: barrier[4] @ CudaMbarrierPreArrive(1)  # <-
 for k in seq(0, 4):
     for i in cuda_threads(0, 1, unit=cuda_thread):
         Arrive(cuda_in_order) >> z[k]

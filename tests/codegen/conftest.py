@@ -1,5 +1,5 @@
-"""Session fixtures of the code-generation tests: a private build cache and every case of
-``codegen_cases.CASES`` built once, in parallel."""
+"""Session fixtures of the code-generation tests: a private build cache and the cases of
+``codegen_cases.CASES``, each built once, when a test first needs it."""
 
 from __future__ import annotations
 
@@ -26,19 +26,35 @@ def cache_dir(tmp_path_factory):
         os.environ["EXOGPU_CACHE_DIR"] = old
 
 
+class Builds(dict):
+    """proc name -> Kernel (or the exception its build raised), compiled on first use and
+    kept for the session; ``all()`` builds every case in parallel (the slow build tests)."""
+
+    def __init__(self):
+        super().__init__()
+        self.procs = {name: (rel, name) for rel, name in CASES}
+
+    def _one(self, name):
+        from exogpu_codegen import compile
+
+        try:
+            return compile(get_proc(*self.procs[name]), unchecked=True)
+        except Exception as e:  # noqa: BLE001 - reported by the test that needs it
+            return e
+
+    def __missing__(self, name):
+        k = self[name] = self._one(name)
+        return k
+
+    def all(self) -> dict:
+        todo = [n for n in self.procs if n not in self]
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as ex:
+            for n, k in zip(todo, ex.map(self._one, todo)):
+                self[n] = k
+        return dict(self)
+
+
 @pytest.fixture(scope="session")
 def built(cache_dir):
-    """proc name -> Kernel (or the exception its build raised), built in parallel."""
-    from exogpu_codegen import compile
-
-    procs = {name: get_proc(rel, name) for rel, name in CASES}
-
-    def one(item):
-        name, p = item
-        try:
-            return name, compile(p, unchecked=True)
-        except Exception as e:  # noqa: BLE001 - reported by the test that needs it
-            return name, e
-
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as ex:
-        return dict(ex.map(one, procs.items()))
+    """proc name -> Kernel (or the exception its build raised), built on first use."""
+    return Builds()

@@ -1,6 +1,8 @@
 """nvcc builds for sm_90a (and sm_80), the build cache, and ptxas resource reports.
 
-Every case is built once per session in parallel (``built`` fixture in conftest.py).
+Every case is built once per session (``built`` fixture in conftest.py); building them all
+takes minutes of nvcc, so the tests that build every case (or bypass the cache) are marked
+slow (``.ci/run`` runs them in its second step).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from exogpu_verify.errors import ExoGpuError
 pytestmark = needs_nvcc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_builds_for_sm90a(built, case):
-    k = built[case[1]]
+    k = built.all()[case[1]]  # every case, built in parallel the first time
     if isinstance(k, Exception):
         raise k
     assert k.build.library.exists()
@@ -27,15 +30,17 @@ def test_builds_for_sm90a(built, case):
     assert len(k.resources) == len(k.generated.kernels)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", SPECS, ids=case_id)
 def test_specs_do_not_spill(built, case):
-    k = built[case[1]]
+    k = built.all()[case[1]]
     assert not isinstance(k, Exception), k
     for r in k.resources:
         assert r.spills == 0, f"{r.kernel} spills {r.spills} bytes"
         assert 0 < r.registers <= 255
 
 
+@pytest.mark.slow
 def test_cache_hit_and_bypass(built, monkeypatch):
     k = built["vec_copy"]
     again = compile(k.proc, unchecked=True)
@@ -54,6 +59,7 @@ def test_cache_key_depends_on_arch_and_source(built):
     assert cache_key(src, "sm_90a", nv) != cache_key(src + "\n", "sm_90a", nv)
 
 
+@pytest.mark.slow
 def test_sm80_build(cache_dir):
     k = compile(get_proc("tests/codegen/progs/codegen_progs.py", "warp_mma"), arch="sm_80",
                 unchecked=True)
@@ -83,8 +89,10 @@ ptxas info    : Used 44 registers, used 1 barriers, 2048 bytes smem, 400 bytes c
     assert r.kernel == "exo_kernel0_matmul" and r.spills == 12
 
 
+@pytest.mark.slow
 def test_compile_time_budget_is_parallel(built):
-    """All cases built (the session fixture builds in parallel)."""
-    assert all(not isinstance(v, Exception) for v in built.values()), \
-        {k: v for k, v in built.items() if isinstance(v, Exception)}
+    """All cases built (``built.all()`` builds in parallel)."""
+    ks = built.all()
+    assert all(not isinstance(v, Exception) for v in ks.values()), \
+        {k: v for k, v in ks.items() if isinstance(v, Exception)}
     assert os.environ.get("EXOGPU_CACHE_DIR")

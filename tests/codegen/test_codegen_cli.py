@@ -60,6 +60,7 @@ def test_usage_exits_2(argv, capsys):
     assert main(argv) == 2
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_build_with_certificates(tmp_path, cache_dir, capsys):
     proofs = ROOT / "proofs"

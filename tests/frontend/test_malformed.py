@@ -313,7 +313,54 @@ def f(N: size):
 def f(N: size, A: f32[N] @ DRAM):
     while True:  # ERR
         pass
-''', msg="unsupported statement `While`"),
+''', msg="`while` loops are not part of the language", hint="for i in seq(lo, hi)"),
+    Case("while_after_setup", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    x: f32 @ DRAM
+    while N > 0:  # ERR
+        x = 0.0
+''', msg="`while` loops", hint="for i in seq(lo, hi)"),
+    Case("break_in_loop", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    for i in seq(0, N):
+        if i == 3:
+            break  # ERR
+        A[i] = 0.0
+''', msg="`break` is not part of the language", hint="`if` on the loop variable"),
+    Case("return_value", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    A[0] = 0.0
+    return A  # ERR
+''', msg="`return` is not part of the language", hint="output parameter"),
+    Case("recursion", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    A[0] = 0.0
+    f(N, A)  # ERR
+''', msg="recursion: `f` calls itself", hint="`for` loop"),
+    Case("list_comprehension", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    for i in seq(0, N):
+        A[i] = fmax(*[A[j] for j in seq(0, 2)])  # ERR
+''', msg="a comprehension inside a proc", hint="for i in seq(lo, hi)"),
+    Case("lambda_bound", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    g = lambda x: x + 1.0  # ERR
+    for i in seq(0, N):
+        A[i] = g(A[i])
+''', msg="a `lambda` inside a proc", hint="before the `def`"),
+    Case("nested_def", "syntax", '''
+@proc
+def f(N: size, A: f32[N] @ DRAM):
+    def g(x):  # ERR
+        return x
+    A[0] = 0.0
+''', msg="a nested `def` inside a proc", hint="module level"),
     Case("range_loop", "syntax", '''
 @proc
 def f(N: size, A: f32[N] @ DRAM):

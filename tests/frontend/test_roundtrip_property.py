@@ -667,6 +667,7 @@ def programs(draw):
     return Gen(HypothesisChoices(draw)).program()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(programs())

@@ -82,6 +82,7 @@ def compiled():
         return {arch: f.result() for arch, f in futs.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", ["90a", "80"])
 def test_every_template_assembles(compiled, arch):
     r = compiled[arch]

@@ -31,7 +31,7 @@ def _swizzled_rows(T, tile, swizzle=128):
 
 
 @pytest.mark.parametrize("T", ["bf16", "f16", "f32"])
-@pytest.mark.parametrize("N", [8, 64, 256])
+@pytest.mark.parametrize("N", [8, 64, pytest.param(256, marks=pytest.mark.slow)])
 def test_wgmma_ss(T, N):
     K = 32 // np.dtype(NP[T]).itemsize
     A, Bt = _inputs(T, (64, K)), _inputs(T, (N, K))
@@ -108,7 +108,8 @@ def p_t(p):
 @pytest.mark.parametrize("T,majors,N", [("bf16", ("MN", "K"), 8), ("f16", ("MN", "K"), 64),
                                          ("bf16", ("MN", "K"), 256), ("f16", ("K", "MN"), 64),
                                          ("bf16", ("K", "MN"), 192), ("f16", ("MN", "MN"), 128),
-                                         ("bf16", ("MN", "MN"), 256)])
+                                         pytest.param("bf16", ("MN", "MN"), 256,
+                                                      marks=pytest.mark.slow)])
 def test_wgmma_ss_mn_major(T, majors, N):
     sfx = "_mn_" + ("a" if majors[0] == "MN" else "") + ("b" if majors[1] == "MN" else "")
     p = getattr(sm90, f"wgmma_m64n{N}k16_f32_{T}_ss{sfx}")

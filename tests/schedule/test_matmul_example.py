@@ -40,6 +40,7 @@ def test_provenance_is_checked(steps):
             "divide_dim", "rearrange_dim", "wrap_with_context"} <= names
 
 
+@pytest.mark.slow
 def test_verify_not_refuted(steps):
     final = steps[-1][1]
     r = verify(final, sizes={"M": 64, "N": 64, "K": 32}, mode="concrete")

