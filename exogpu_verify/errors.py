@@ -56,6 +56,10 @@ class Diagnostic:
             raise InternalError(f"unknown diagnostic kind {kind!r}")
         if srcinfo is None:
             return Diagnostic(kind, message, None, None, None, hint, notes, secondary)
+        via = getattr(srcinfo, "via", None)
+        if via:  # a statement made by a scheduling rewrite, located at its spec line
+            notes = tuple(notes) + (f"this statement was made by scheduling {via}, from the "
+                                    "statement at this line",)
         return Diagnostic(kind, message, srcinfo.file, srcinfo.line, srcinfo.col, hint,
                           notes, secondary)
 

@@ -228,7 +228,13 @@ def _arg_text(a) -> str:
 
 def finish(old: N.Procedure, new: N.Procedure, name: str, args, checked: str,
            fwd=None, unsafe: bool = False, validate: bool = True) -> N.Procedure:
-    """Append the provenance record and re-check the result is a well-formed program."""
+    """Append the provenance record and re-check the result is a well-formed program.
+
+    Statements the rewrite made get the location of the spec statement it started from
+    (its first cursor argument), marked with this step (``locate``)."""
+    from .locate import locate, origin_of
+
+    new = locate(new, origin_of(args), f"step {len(old.provenance) + 1}: {name}")
     if validate:
         revalidate(new, name)
     rw = N.Rewrite(name, ", ".join(_arg_text(a) for a in args), checked, unsafe,

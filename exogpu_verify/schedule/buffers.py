@@ -98,6 +98,7 @@ def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
     p, path = proc, c.path()
     a = c.node()
     fwds = []
+    notes = ["shape independent of the loops left"]
     for _ in range(n_lifts):
         if len(path) < 2:
             raise SchedulingError("lift_alloc: the allocation is already at the top level", p,
@@ -114,6 +115,11 @@ def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
             if par.iter in shape_vars:
                 raise SchedulingError(f"lift_alloc: the shape depends on loop variable "
                                       f"'{par.iter}'", p, [path])
+            if isinstance(a, N.Alloc):
+                _no_carried_value(p, parent_path, path[-1][1] + 1, a.name, "lift_alloc",
+                                  [path])
+                notes.append(f"no read in an iteration of '{par.iter}' sees an element of "
+                             f"'{a.name}' written in an earlier iteration (isl)")
         field, i = path[-1]
         blk = block_of(par, field)
         newpar = replace(par, **{field: blk[:i] + blk[i + 1:]}) if len(blk) > 1 else \
@@ -135,10 +141,36 @@ def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
         path = gp + ((gf, gi),)
     from .cursors import fwd_compose
 
-    return finish(proc, p, "lift_alloc", [c, n_lifts],
-                  "shape independent of the loops left; contents persist across iterations "
-                  "(the sequential meaning never depends on uninitialized contents)",
-                  fwd_compose(*fwds))
+    return finish(proc, p, "lift_alloc", [c, n_lifts], "; ".join(notes), fwd_compose(*fwds))
+
+
+def _no_carried_value(p, loop_path, first, name, who, marks):
+    """A buffer allocated in (or sunk into) the body of the loop at ``loop_path``, used by
+    its statements ``first..``: the allocation may move across the loop only if no read in
+    an iteration sees an element written in an earlier one (a fresh allocation would read
+    uninitialized data there, a lifted one the earlier value)."""
+    from .flow import carried
+
+    loop = node_at(p, loop_path)
+    vs, cs = D.context(p, loop_path)
+    stmts = loop.body[first:]
+    paths = [loop_path + (("body", k),) for k in range(first, len(loop.body))]
+    acc = [x for x in D.collect(p, stmts, paths, extra_vars=[(loop.iter, loop.lo, loop.hi)])
+           if x.buf == name]
+    reads = [x for x in acc if x.kind in ("R", "RED")]
+    writes = [x for x in acc if x.kind in ("W", "RED")]
+    hit = carried(p, vs, cs, loop.iter, reads, writes, len(loop_path))
+    if hit is not None:
+        r, w, sample = hit
+        raise SchedulingError(
+            f"{who}: '{name}' would carry values between iterations of '{loop.iter}': "
+            f"{_kind(r)} {r.text} can see the element {_kind(w)} {w.text} stored in an "
+            f"earlier iteration (e.g. {sample}), because nothing earlier in its own iteration "
+            "overwrites it", p, list(marks) + sorted({r.path, w.path}))
+
+
+def _kind(a):
+    return {"R": "the read", "W": "the write", "RED": "the reduction"}[a.kind]
 
 
 def _alloc_exprs(a):
@@ -164,27 +196,10 @@ def sink_alloc(proc, alloc_cursor_):
         raise SchedulingError(f"sink_alloc: '{a.name}' is used after the loop/if", proc, [path])
     checked = "not used after the scope"
     if isinstance(s, N.For) and isinstance(a, N.Alloc):
-        vs, cs = D.context(proc, spath)
-        ev = [(s.iter, s.lo, s.hi)]
-        acc = D.collect(proc, s.body, [spath + (("body", k),) for k in range(len(s.body))],
-                        extra_vars=ev)
-        mine = [x for x in acc if x.buf == a.name]
-        writes = [x for x in mine if x.kind in ("W", "RED")]
-        reads = [x for x in mine if x.kind in ("R", "RED")]
+        _no_carried_value(proc, spath, 0, a.name, "sink_alloc", [path, spath])
         it = s.iter
-        depth = len(spath)
-        reads = [r for r in reads if r.kind == "RED" or not D.covered(
-            proc, vs, cs, r, [w for w in writes if w.kind == "W"
-                              and w.path[depth][1] < r.path[depth][1]], it)]
-        hard, _ = D.find_conflicts(proc, vs, cs, writes, reads,
-                                   lambda ra, rb: [f"{ra[it]} < {rb[it]}"])
-        if hard:
-            x = hard[0]
-            raise SchedulingError(f"sink_alloc: '{a.name}' carries values from one iteration of "
-                                  f"'{it}' to a later one", proc, [path, spath],
-                                  dependence=x.describe())
-        checked += (f"; no element written in one iteration of '{it}' is read in a later one "
-                    "unless an earlier statement of that iteration overwrote it (isl)")
+        checked += (f"; no read in an iteration of '{it}' sees an element written in an "
+                    "earlier iteration (isl)")
     elif isinstance(s, N.If) and s.orelse and a.name in names_used(s.orelse):
         raise SchedulingError("sink_alloc: the buffer is used in the else branch too", proc,
                               [path])

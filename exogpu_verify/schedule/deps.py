@@ -39,6 +39,9 @@ class Access:
     cons: list = field(default_factory=list)  # local guard conditions (IR)
     path: tuple = ()  # statement path of the access
     text: str = ""
+    #: a write that certainly stores every element of ``idx`` (an element assignment, or a
+    #: call whose callee assigns its whole window argument): it can hide earlier values
+    covers: bool = False
 
 
 # ---------------------------------------------------------------- contexts
@@ -145,7 +148,8 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
             name, idx = _resolve(s.name, tuple(("pt", i) for i in s.idx), aliases)
             kind = "W" if isinstance(s, N.Assign) else "RED"
             lhs = s.name + (f"[{', '.join(expr_str(i) for i in s.idx)}]" if s.idx else "")
-            out.append(Access(name, kind, idx, list(vs), list(cs), path, lhs))
+            out.append(Access(name, kind, idx, list(vs), list(cs), path, lhs,
+                              covers=kind == "W"))
         elif isinstance(s, N.For):
             nv = vs + [(s.iter, s.lo, s.hi)]
             for k, c in enumerate(s.body):
@@ -160,7 +164,10 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
             for k, c in enumerate(s.body):
                 go(c, vs, cs, path + (("body", k),))
         elif isinstance(s, N.Call):
+            from .flow import full_params
+
             kinds = _param_kinds(s.callee)
+            full = full_params(s.callee)
             for prm, a in zip(s.callee.params, s.args):
                 if not prm.is_data or not isinstance(a, N.WindowExpr):
                     continue
@@ -169,7 +176,8 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
                 name, idx = _resolve(a.name, idx, aliases)
                 for kd in sorted(kinds.get(prm.name, ())) or ["R"]:
                     out.append(Access(name, kd, idx, list(vs), list(cs), path,
-                                      f"{s.callee.name}(..{expr_str(a)}..)"))
+                                      f"{s.callee.name}(..{expr_str(a)}..)",
+                                      covers=kd == "W" and prm.name in full))
 
     for s, p in zip(stmts, paths):
         go(s, list(extra_vars), list(extra_cons), p)

@@ -31,9 +31,27 @@ def rename(proc, new_name: str):
 
 def simplify(proc):
     """Normalize control expressions (collect terms, fold constants, exact ``/``/``%`` of
-    multiples) and remove ``if`` branches whose condition is provably constant under the
-    asserts and enclosing loop bounds (isl)."""
+    multiples and of nested ``/``/``%``) and remove ``if`` branches whose condition is
+    provably constant and loops provably empty under the asserts and enclosing loop bounds
+    (isl). Repeats until nothing changes: one call reaches the fixed point."""
     check_proc(proc)
+    p, fwds, removed = proc, [], 0
+    for _ in range(32):
+        p2, f2, r2 = _simplify_once(p)
+        fwds += f2
+        removed += r2
+        if p2.body == p.body and p2.preds == p.preds:
+            break
+        p = p2
+    from .cursors import fwd_compose
+
+    return finish(proc, p, "simplify", [],
+                  f"exact integer normalization; {removed} branch(es)/empty loop(s) removed, "
+                  "each proved constant/empty for all sizes satisfying the asserts (isl)",
+                  fwd_compose(*fwds) if fwds else None)
+
+
+def _simplify_once(proc):
     body = tuple(map_exprs(s, simp) for s in proc.body)
     p = replace(proc, body=body, preds=tuple(simp(x) for x in proc.preds))
     p = replace(p, body=_fold_block(p, p.body, [], []))
@@ -71,12 +89,7 @@ def simplify(proc):
             return parent + ((field, i + rest[0][1]),) + rest[1:]
 
         fwds.append(fwd_splice(parent, field, i, i + 1, len(keep), inner))
-    from .cursors import fwd_compose
-
-    return finish(proc, p, "simplify", [],
-                  f"exact integer normalization; {removed} branch(es)/empty loop(s) removed, "
-                  "each proved constant/empty for all sizes satisfying the asserts (isl)",
-                  fwd_compose(*fwds) if fwds else None)
+    return p, fwds, removed
 
 
 def _fold_block(p, stmts, vs, cs):
