@@ -25,6 +25,9 @@ def check_proc(p) -> None:
 
 
 def _fwd(p, c):
+    if not isinstance(c, Cursor):
+        raise SchedulingError(f"expected a cursor or a pattern string, got "
+                              f"{type(c).__name__} {c!r}", p)
     if isinstance(c, InvalidCursor):
         raise SchedulingError(f"invalid cursor: {c.why}", p)
     if c.proc() is not p:
@@ -81,6 +84,20 @@ def block_cursor(p, c) -> BlockCursor:
 
 
 def gap_cursor(p, c) -> GapCursor:
+    """A gap: a ``GapCursor``, a statement cursor (the gap before it), or a pattern string
+    ``"after: <stmt pattern>"`` / ``"before: <stmt pattern>"``."""
+    if isinstance(c, str):
+        side, sep, pat = c.partition(":")
+        if not sep or side.strip() not in ("before", "after") or not pat.strip():
+            raise SchedulingError(
+                f"expected a gap, got the pattern {c!r}: a statement pattern does not say on "
+                "which side of the statement; write 'after: <pattern>' or 'before: "
+                "<pattern>', or pass p.find(pattern).after() / .before()", p)
+        sc = stmt_cursor(p, pat.strip())
+        return sc.after() if side.strip() == "after" else sc.before()
+    if not isinstance(c, Cursor):
+        raise SchedulingError(f"expected a gap cursor (c.before() / c.after()) or an "
+                              f"'after: <pattern>' string, got {type(c).__name__}", p)
     c = _fwd(p, c)
     if isinstance(c, StmtCursor):
         c = c.before()
@@ -247,7 +264,7 @@ def revalidate(p: N.Procedure, name: str) -> None:
     frontend); a failure is reported as a scheduling error on this rewrite."""
     text = print_proc(p)
     try:
-        parse_proc_source(text, roundtrip_env(p), instr_info=p.instr)
+        parse_proc_source(text, roundtrip_env(p), file="<schedule check>", instr_info=p.instr)
     except ExoGpuError as e:
         raise SchedulingError(f"{name} would produce an ill-formed program: "
                               f"{e.diagnostic.message} (line {e.diagnostic.line} of the "

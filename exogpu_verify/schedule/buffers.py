@@ -1,5 +1,5 @@
 """Buffer rewrites: lift_alloc, sink_alloc, expand_dim, divide_dim, rearrange_dim,
-stage_mem, set_memory, set_precision, inline_window."""
+set_memory, set_precision, inline_window (stage_mem: stage.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ from dataclasses import replace
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
-from ..ir.memories import CudaRmem, DRAM, Memory
+from ..ir.memories import Memory
 from ..ir.types import ScalarType
 from . import deps as D
-from .base import (alloc_cursor, block_cursor, check_proc, finish, parse_expr, stmt_cursor,
+from .base import (alloc_cursor, check_proc, finish, parse_expr, stmt_cursor,
                    where_of)
 from .cursors import fwd_splice
 from .errors import SchedulingError
-from .irtools import (add, block_of, cmp, conj, const, div, expr_walk, mod, names_used, node_at,
-                      window_composers,
-                      simp, splice, sub, var, walk)
+from .irtools import (block_of, cmp, conj, const, div, expr_walk, mod, names_used, node_at,
+                      simp, splice, sub, walk, walk_paths, window_composers)
 
 # ---------------------------------------------------------------- access mapping
 
@@ -407,8 +406,17 @@ def inline_window(proc, winstmt_cursor):
     if not isinstance(w, N.WindowStmt):
         raise SchedulingError("inline_window: expected a window statement", proc, [path])
     if w.special is not None:
-        raise SchedulingError("inline_window: tensor-map windows are kept (they are encoded "
-                              "on the host)", proc, [path])
+        # a tensor map is an alias like any window for plain accesses; an instruction that
+        # takes a tensor-map parameter needs the map itself
+        parent, (field, i) = path[:-1], path[-1]
+        blk = block_of(node_at(proc, parent), field)
+        for upath, s in walk_paths(blk, parent, field):
+            if upath[len(parent)][1] > i and isinstance(s, N.Call) and any(
+                    isinstance(a, N.WindowExpr) and a.name == w.name for a in s.args):
+                raise SchedulingError(
+                    f"inline_window: '{w.name}' is passed to {s.callee.name}, which takes a "
+                    f"tensor map ({w.special}); inlining would pass the plain tensor "
+                    f"'{w.rhs.name}'", proc, [path, upath])
     base = w.rhs
 
     fp, fw = window_composers(base)
@@ -421,175 +429,10 @@ def inline_window(proc, winstmt_cursor):
                   fwd_splice(parent, field, i, i + 1, 0))
 
 
-# ---------------------------------------------------------------- stage_mem
-
-
-def stage_mem(proc, block_cursor_, win_expr, new_buf_name: str, accum: bool = False,
-              mem=None):
-    """Stage the window ``win_expr`` of a buffer into a new buffer around a block: load
-    before (if the block reads or writes it), store after (if it writes), or with
-    ``accum=True`` zero-initialize, reduce, and add back (reassociation: recorded unsafe).
-    Every access of the block must provably lie inside the window (isl); the window must
-    lie inside the buffer. ``mem`` defaults to DRAM at CPU scope and CudaRmem in a kernel."""
-    check_proc(proc)
-    b = block_cursor(proc, block_cursor_)
-    from .loops import _check_fresh
-
-    _check_fresh(proc, [new_buf_name], b.paths()[0])
-    where = where_of(b)
-    w = parse_expr(proc, where, win_expr, kind="window")
-    name = w.name
-    stmts, paths = b.stmts(), b.paths()
-    vs, cs = D.context(proc, paths[0])
-    acc = D.collect(proc, stmts, paths)
-    mine = [x for x in acc if x.buf == name]
-    aliases = D.window_aliases(proc)
-    direct = names_used(stmts)
-    if any(al in direct and _base(al, aliases) == name for al in aliases):
-        raise SchedulingError(f"stage_mem: the block accesses '{name}' through a window alias; "
-                              "inline_window first", proc, paths)
-    shape = _shape_of(proc, name)
-    # the window lies inside the buffer
-    for d, (x, ext) in enumerate(zip(w.idx, shape)):
-        if isinstance(x, N.Point):
-            ok = D.prove(proc, vs, cs, conj(cmp("<=", const(0), x.pt), cmp("<", x.pt, ext)))
-        else:
-            ok = D.prove(proc, vs, cs, conj(cmp("<=", const(0), x.lo),
-                                            conj(cmp("<=", x.lo, x.hi), cmp("<=", x.hi, ext))))
-        if not ok:
-            raise SchedulingError(f"stage_mem: cannot prove dimension {d} of the window "
-                                  f"{expr_str(w)} lies inside '{name}'", proc, paths)
-    # every access lies inside the window
-    for x in mine:
-        for d, (ix, wa) in enumerate(zip(x.idx, w.idx)):
-            if isinstance(wa, N.Point):
-                lo, hi = wa.pt, add(wa.pt, const(1))
-            else:
-                lo, hi = wa.lo, wa.hi
-            if ix[0] == "pt":
-                cond = conj(cmp("<=", lo, ix[1]), cmp("<", ix[1], hi))
-            else:
-                cond = conj(cmp("<=", lo, ix[1]), cmp("<=", ix[2], hi))
-            if not D.prove(proc, vs + x.vars, cs + x.cons, cond):
-                raise SchedulingError(f"stage_mem: access {x.text} may fall outside the window "
-                                      f"{expr_str(w)} (dimension {d})", proc, [x.path])
-    kinds = {x.kind for x in mine}
-    if accum and kinds - {"RED"}:
-        raise SchedulingError("stage_mem(accum=True): the block must only reduce (+=) into "
-                              "the window", proc, paths)
-    ivs = [x for x in w.idx if isinstance(x, N.Interval)]
-    new_shape = [sub(x.hi, x.lo) for x in ivs]
-    in_cuda = _in_cuda_path(proc, paths[0])
-    if mem is None:
-        mem = CudaRmem if in_cuda else DRAM
-    if in_cuda and any(const_value(e) is None for e in new_shape):
-        raise SchedulingError("stage_mem: a device buffer needs a constant-size window", proc,
-                              paths)
-    new_shape = [const(const_value(e)) if const_value(e) is not None else e for e in new_shape]
-    scalar = _scalar(proc, name)
-
-    def fp(idx):
-        out, k = [], 0
-        for x, e in zip(w.idx, idx):
-            if isinstance(x, N.Interval):
-                out.append(sub(e, x.lo))
-        return tuple(out)
-
-    def fwin(widx):
-        out = []
-        for x, e in zip(w.idx, widx):
-            if isinstance(x, N.Interval):
-                out.append(N.Point(sub(e.pt, x.lo)) if isinstance(e, N.Point) else
-                           N.Interval(sub(e.lo, x.lo), sub(e.hi, x.lo)))
-        return tuple(out)
-
-    body = map_buffer(stmts, name, fp, fwin, new_name=new_buf_name)
-    taken = names_used(stmts) | {p.name for p in proc.params}
-    from .irtools import all_names
-
-    taken |= all_names(proc) | {new_buf_name}
-    iters = []
-    for k in range(len(ivs)):
-        nm = f"i{k}"
-        j = 0
-        while nm in taken:
-            nm = f"i{k}_{j}"
-            j += 1
-        taken.add(nm)
-        iters.append(nm)
-
-    def copy_nest(make):
-        src_idx, k = [], 0
-        for x in w.idx:
-            if isinstance(x, N.Point):
-                src_idx.append(x.pt)
-            else:
-                src_idx.append(add(x.lo, var(iters[k])))
-                k += 1
-        dst_idx = tuple(var(n) for n in iters)
-        stmt = make(tuple(src_idx), dst_idx)
-        for n, ext in reversed(list(zip(iters, new_shape))):
-            stmt = N.For(n, const(0), ext, N.Seq(), (stmt,))
-        return stmt
-
-    alloc = N.Alloc(new_buf_name, N.TensorType(scalar, tuple(new_shape)), mem)
-    pre, post = [alloc], []
-    unsafe = False
-    notes = [f"every access to '{name}' in the block lies in {expr_str(w)}, which lies "
-             f"inside '{name}' (isl)"]
-    if accum:
-        zero = N.Const(0.0, scalar)
-        pre.append(copy_nest(lambda s_, d_: N.Assign(new_buf_name, d_, zero)))
-        post.append(copy_nest(lambda s_, d_: N.Reduce(name, s_, N.Read(new_buf_name, d_,
-                                                                        scalar))))
-        unsafe = True
-        notes.append("accum: the block's reductions are summed separately and added back "
-                     "(reassociation: exact in real arithmetic, floating-point rounding may "
-                     "differ)")
-    else:
-        if kinds:
-            pre.append(copy_nest(lambda s_, d_: N.Assign(new_buf_name, d_,
-                                                         N.Read(name, s_, scalar))))
-        if kinds & {"W", "RED"}:
-            post.append(copy_nest(lambda s_, d_: N.Assign(name, s_,
-                                                          N.Read(new_buf_name, d_, scalar))))
-        notes.append("load/store copies are exact (same precision)")
-    parent, field, lo, hi = b._parent, b._field, b._lo, b._hi
-    p2 = splice(proc, parent, field, lo, hi, pre + list(body) + post)
-    npre = len(pre)
-
-    def inner(k, rest):
-        return parent + ((field, k + npre),) + rest
-
-    return finish(proc, p2, "stage_mem", [b, win_expr, new_buf_name, accum], "; ".join(notes),
-                  fwd_splice(parent, field, lo, hi, hi - lo + npre + len(post), inner),
-                  unsafe=unsafe)
-
-
-def _base(n, aliases):
-    while n in aliases:
-        n = aliases[n].name
-    return n
-
-
-def _shape_of(proc, name):
-    prm = proc.param(name)
-    if prm is not None and prm.is_data:
-        return prm.type.shape
-    for s in walk(proc.body):
-        if isinstance(s, N.Alloc) and s.name == name:
-            return s.type.shape
-    raise SchedulingError(f"stage_mem: '{name}' is not a tensor of {proc.name}", proc)
-
-
 def _scalar(proc, name):
-    prm = proc.param(name)
-    if prm is not None and prm.is_data:
-        return prm.type.scalar
-    for s in walk(proc.body):
-        if isinstance(s, N.Alloc) and s.name == name:
-            return s.type.scalar
-    raise SchedulingError(f"'{name}' is not a tensor", proc)
+    from .stage import tensor_scalar
+
+    return tensor_scalar(proc, name)
 
 
 def _in_cuda_path(p, path) -> bool:
@@ -601,4 +444,4 @@ def _in_cuda_path(p, path) -> bool:
 
 
 __all__ = ["lift_alloc", "sink_alloc", "expand_dim", "divide_dim", "rearrange_dim",
-           "set_memory", "set_precision", "inline_window", "stage_mem"]
+           "set_memory", "set_precision", "inline_window"]

@@ -326,7 +326,7 @@ def _sample(st: isl.Set, dims) -> str:
             vals.append(f"{sp.get_dim_name(isl.dim_type.param, k)}="
                         f"{pt.get_coordinate_val(isl.dim_type.param, k).to_python()}")
         for k, d in enumerate(dims):
-            if d.startswith("x__"):
+            if d.startswith(("x__", "y__")):
                 continue
             vals.append(f"{d}={pt.get_coordinate_val(isl.dim_type.set, k).to_python()}")
         return ", ".join(vals)

@@ -130,8 +130,7 @@ def carried(proc, outer_vars, outer_cons, it: str, reads, writes, start: int):
             except (NotAffine, isl.Error):
                 return r, w, "some instances (not representable in isl)"
             if not hit.is_empty():
-                return r, w, D._sample(hit, [d for d in dims if not d.startswith("x__")]
-                                       ).replace("__r=", "=")
+                return r, w, D._sample(hit, dims).replace("__r=", "=")
     return None
 
 

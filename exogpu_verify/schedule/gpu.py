@@ -215,6 +215,69 @@ def set_ring_buffer(proc, alloc_cursor_, dim: int, depth: int):
     return finish(proc, p2, "set_ring_buffer", [c, dim, depth], ANNOTATION)
 
 
+def update_loop_mode(proc, loop_cursor_, unit=None, pragma_unroll=None):
+    """Change a parameter of a loop's mode, keeping its kind: the ``unit`` of a
+    ``cuda_threads`` loop, or the ``pragma_unroll`` hint of a ``seq`` loop (``0``/``None``
+    to drop it). An annotation; the result must stay well-formed."""
+    check_proc(proc)
+    c = loop_cursor(proc, loop_cursor_)
+    s, path = c.node(), c.path()
+    m = s.mode
+    if isinstance(m, IR.CudaThreads):
+        if pragma_unroll is not None:
+            raise SchedulingError("update_loop_mode: pragma_unroll applies to seq loops; this "
+                                  "is a cuda_threads loop", proc, [path])
+        if not isinstance(unit, CollUnit):
+            raise SchedulingError(f"update_loop_mode: a cuda_threads loop needs a collective "
+                                  f"unit, not {unit!r}", proc, [path])
+        new_mode = IR.CudaThreads(unit)
+        what = f"unit {m.unit} -> {unit}"
+    elif isinstance(m, IR.Seq):
+        if unit is not None:
+            raise SchedulingError("update_loop_mode: a seq loop has no unit (set_loop_mode "
+                                  "makes it a cuda_threads loop)", proc, [path])
+        if pragma_unroll is not None and (not isinstance(pragma_unroll, int) or
+                                          isinstance(pragma_unroll, bool) or
+                                          pragma_unroll < 0):
+            raise SchedulingError("update_loop_mode: pragma_unroll is a non-negative int",
+                                  proc, [path])
+        new_mode = IR.Seq(pragma_unroll or None)
+        what = f"pragma_unroll {m.pragma_unroll} -> {pragma_unroll or None}"
+    else:
+        raise SchedulingError(f"update_loop_mode: a {m} loop has no parameters to update",
+                              proc, [path])
+    p2 = splice(proc, path[:-1], path[-1][0], path[-1][1], path[-1][1] + 1,
+                [replace(s, mode=new_mode)])
+    return finish(proc, p2, "update_loop_mode", [c, unit if unit is not None else
+                                                 pragma_unroll], f"{ANNOTATION} ({what})")
+
+
+def set_trailing_barrier_expr(proc, call_cursor, barrier_expr):
+    """Set the barrier(s) an instruction completes on: ``instr(...) >> z[i]`` (a list for
+    several targets; ``None`` to remove them from an instruction without a mechanism)."""
+    check_proc(proc)
+    from .base import stmt_cursor, where_of
+
+    c = stmt_cursor(proc, call_cursor, "call")
+    s, path = c.node(), c.path()
+    if not isinstance(s, IR.Call) or s.callee.instr is None:
+        raise SchedulingError("set_trailing_barrier_expr: expected an instruction call", proc,
+                              [path])
+    mech = s.callee.instr.barrier
+    if mech is None:
+        raise SchedulingError(f"set_trailing_barrier_expr: {s.callee.name} does not complete "
+                              "on a barrier", proc, [path])
+    texts = [barrier_expr] if isinstance(barrier_expr, (str, IR.BarrierRef)) else \
+        list(barrier_expr or [])
+    if not texts:
+        raise SchedulingError(f"set_trailing_barrier_expr: {s.callee.name} completes on a "
+                              f"{mech} barrier; it needs one", proc, [path])
+    refs = tuple(_barrier_ref(proc, where_of(c), t) for t in texts)
+    p2 = splice(proc, path[:-1], path[-1][0], path[-1][1], path[-1][1] + 1,
+                [replace(s, barriers=refs)])
+    return finish(proc, p2, "set_trailing_barrier_expr", [c, texts], ANNOTATION)
+
+
 __all__ = ["Seq", "CudaTasks", "CudaThreads", "set_loop_mode", "wrap_with_context",
            "insert_fence", "insert_barrier_alloc", "insert_arrive", "insert_await",
-           "set_ring_buffer"]
+           "set_ring_buffer", "update_loop_mode", "set_trailing_barrier_expr"]

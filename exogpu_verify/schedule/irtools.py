@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import nodes as N
-from ..ir.affine import const_value
 from ..ir.types import ControlType, bool_, index, int_
 
 Path = tuple  # tuple[tuple[str, int], ...]

@@ -20,8 +20,24 @@ from .irtools import (add, all_names, block_of, bound_here, cmp, const, div, mod
                       names_used, node_at, rename_var, splice, sub, subst_stmts, var)
 
 
-def _seq_mode(mode):
-    return mode if isinstance(mode, N.Seq) else N.Seq()
+def _split_modes(proc, s, q, path):
+    """Loop modes of the outer and inner loop when ``s`` is divided by ``q``: a sequential
+    loop gives two sequential loops, a task loop two task loops, and a thread loop over
+    tiles of unit ``U`` an outer thread loop over tiles of ``q * U`` and an inner one over
+    tiles of ``U`` (iteration ``q * io + ii`` keeps its threads)."""
+    m = s.mode
+    if isinstance(m, N.Seq):
+        return N.Seq(), N.Seq(m.pragma_unroll)
+    if isinstance(m, N.CudaTasks):
+        return m, m
+    try:
+        outer = m.unit.scaled(q)
+    except TypeError as e:
+        raise SchedulingError(f"divide_loop: cannot divide a cuda_threads loop over "
+                              f"{m.unit} tiles: {e}", proc, [path],
+                              dependence="set_loop_mode(..., Seq()) first, divide, then set "
+                              "the modes of the two loops") from None
+    return N.CudaThreads(outer), m
 
 
 def _check_fresh(p, names, path=()):
@@ -68,10 +84,12 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
     q = div_const
     n = sub(s.hi, s.lo)
     vs, cs = D.context(proc, path)
-    mode = _seq_mode(s.mode)
+    mode, imode = _split_modes(proc, s, q, path)
     idx = add(s.lo, add(mul(q, var(io)), var(ii)))
     main_body = subst_stmts(s.body, {s.iter: idx})
     checked = f"exact index map {s.iter} = {expr_str(idx)}"
+    if not isinstance(s.mode, N.Seq):
+        checked += f"; loop mode {s.mode} kept on both loops (annotation)"
     fwd_inner_depth = 0
     if perfect:
         if not D.prove(proc, vs, cs, cmp("==", mod(n, q), const(0))):
@@ -80,27 +98,27 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
                 f"asserts", proc, [path],
                 dependence="add an assert such as `assert N % 64 == 0`, or use tail='guard'")
         outer = N.For(io, const(0), div(n, q), mode,
-                      (N.For(ii, const(0), const(q), mode, main_body, s.srcinfo),), s.srcinfo)
+                      (N.For(ii, const(0), const(q), imode, main_body, s.srcinfo),), s.srcinfo)
         new = [outer]
         checked += f"; proved ({expr_str(n)}) % {q} == 0 for all sizes satisfying the asserts"
     elif tail == "guard":
         guard = N.If(cmp("<", add(mul(q, var(io)), var(ii)), n), main_body, (), s.srcinfo)
         outer = N.For(io, const(0), div(add(n, const(q - 1)), q), mode,
-                      (N.For(ii, const(0), const(q), mode, (guard,), s.srcinfo),), s.srcinfo)
+                      (N.For(ii, const(0), const(q), imode, (guard,), s.srcinfo),), s.srcinfo)
         new = [outer]
         fwd_inner_depth = 1
         checked += f"; guard {q}*{io} + {ii} < {expr_str(n)} covers exactly the old range"
     else:
         outer = N.For(io, const(0), div(n, q), mode,
-                      (N.For(ii, const(0), const(q), mode, main_body, s.srcinfo),), s.srcinfo)
+                      (N.For(ii, const(0), const(q), imode, main_body, s.srcinfo),), s.srcinfo)
         rem = mod(n, q)
         tail_idx = add(s.lo, add(mul(q, div(n, q)), var(ii)))
         tail_body = subst_stmts(s.body, {s.iter: tail_idx})
         if tail == "cut":
-            tail_stmt = N.For(ii, const(0), rem, mode, tail_body, s.srcinfo)
+            tail_stmt = N.For(ii, const(0), rem, imode, tail_body, s.srcinfo)
         else:
             tail_stmt = N.If(cmp(">", rem, const(0)), (N.For(
-                ii, const(0), const(q), mode,
+                ii, const(0), const(q), imode,
                 (N.If(cmp("<", var(ii), rem), tail_body, (), s.srcinfo),), s.srcinfo),), (),
                 s.srcinfo)
         new = [outer, tail_stmt]
@@ -168,6 +186,11 @@ def reorder_loops(proc, nested_loops):
                               dependence=x.describe())
     new_inner = replace(outer, body=inner.body)
     new_outer = replace(inner, body=(new_inner,))
+    note = ""
+    if isinstance(outer.mode, N.CudaThreads) and isinstance(inner.mode, N.CudaThreads):
+        mo, mi, note = _swapped_thread_units(proc, outer, inner, path)
+        new_outer, new_inner = replace(new_outer, mode=mo), replace(new_inner, mode=mi)
+        new_outer = replace(new_outer, body=(new_inner,))
     parent, (field, k) = path[:-1], path[-1]
     p2 = splice(proc, parent, field, k, k + 1, [new_outer])
 
@@ -186,7 +209,30 @@ def reorder_loops(proc, nested_loops):
     unsafe = bool(reds)
     if reds:
         checked += _reduction_note(reds)
-    return finish(proc, p2, "reorder_loops", [c], checked, fwd, unsafe=unsafe)
+    return finish(proc, p2, "reorder_loops", [c], checked + note, fwd, unsafe=unsafe)
+
+
+def _swapped_thread_units(proc, outer, inner, path):
+    """Units for two swapped ``cuda_threads`` loops such that every iteration keeps its
+    thread: ``for i in cuda_threads(0, n1, unit=n2 * cuda_thread): for j in
+    cuda_threads(0, n2, unit=cuda_thread)`` runs ``(i, j)`` on thread ``n2 * i + j``; swapped,
+    ``j`` runs on ``cuda_threads_strided(n1, n2)`` and ``i`` on ``cuda_thread``."""
+    from ..ir.units import cuda_thread, cuda_threads_strided
+
+    n1, n2 = const_value(sub(outer.hi, outer.lo)), const_value(sub(inner.hi, inner.lo))
+    u1, u2 = outer.mode.unit, inner.mode.unit
+    if n1 is not None and n2 is not None and u2 == cuda_thread and \
+            u1 == cuda_thread.scaled(n2):
+        note = (f"; thread loops: '{inner.iter}' now over cuda_threads_strided({n1}, {n2}) "
+                f"and '{outer.iter}' over cuda_thread, so every iteration keeps its thread")
+        return N.CudaThreads(cuda_threads_strided(n1, n2)), N.CudaThreads(cuda_thread), note
+    raise SchedulingError(
+        f"reorder_loops: swapping the cuda_threads loops '{outer.iter}' (unit {u1}) and "
+        f"'{inner.iter}' (unit {u2}) would change which threads run which iterations, and no "
+        "pair of units keeps the mapping (only a loop over n2 * cuda_thread around one over "
+        "n2 cuda_thread tiles can be swapped)", proc, [path, path + (("body", 0),)],
+        dependence="make both loops seq (set_loop_mode(..., Seq())), reorder, then give the "
+        "swapped loops the units you want")
 
 
 def _reads(e):

@@ -5,7 +5,6 @@ random illegal applications raise ``SchedulingError`` and nothing else."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sched_util import P, last, same
