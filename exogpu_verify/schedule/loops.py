@@ -478,7 +478,8 @@ def unroll_loop(proc, loop_cursor_):
 def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
              unsafe_disable_check: bool = False):
     """Wrap a block in ``for iter_name in seq(0, hi_expr)``; the block must be idempotent
-    (nothing it writes is read or reduced by it), or ``guard=True`` runs it at iteration 0."""
+    (nothing it writes is read or reduced by it), or ``guard=True`` runs it at iteration 0;
+    a loop of one iteration (``hi_expr`` 1: a scope for allocations) needs neither."""
     check_proc(proc)
     b = block_cursor(proc, block_cursor_)
     _check_fresh(proc, [iter_name])
@@ -493,6 +494,9 @@ def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
     if guard:
         body = (N.If(cmp("==", var(iter_name), const(0)), tuple(stmts)),)
         checked = f"guard {iter_name} == 0: the block runs exactly once"
+    elif D.prove(proc, vs, cs, cmp("==", hi, const(1))):
+        body = tuple(stmts)
+        checked = f"{expr_str(hi)} == 1: the block runs exactly once (a scope)"
     else:
         body = tuple(stmts)
         acc = D.collect(proc, stmts, b.paths())
