@@ -76,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
                     line += f" -> {lib}" + (f" ({res})" if res else "")
                 if not g.gate.checked:
                     line += "  [UNCHECKED]"
+                elif g.gate.derivation:
+                    line += f"\n  {g.gate.derivation}"
+                    rec["derivation"] = g.gate.derivation
                 rec["ok"] = True
                 if not args.json:
                     print(line)

@@ -28,10 +28,13 @@ class GateResult:
     checked: bool
     program_hash: str
     note: str
+    #: for a scheduled proc: "derived from p1 (file:line) by k checked steps (j unsafe)"
+    derivation: str | None = None
 
     def header_lines(self) -> list[str]:
         if self.checked:
-            return [f"// proof: {self.note}"]
+            return [f"// proof: {self.note}"] + (
+                [f"// {self.derivation}"] if self.derivation else [])
         return ["// UNCHECKED: generated with --unchecked (unchecked=True); the synchronization of",
                 "// this program was NOT proven race-free: no certificate was checked.",
                 f"// ({self.note})"]
@@ -61,7 +64,10 @@ def check_gate(p: Procedure, unchecked: bool = False, proof_dir: str | None = No
                     node=p) from None
     cert = load_certificate(proof_dir, p)
     if cert is not None and cert.valid_for(p):
-        return GateResult(True, h, f"checked certificate {cert.path.name} (sha256:{h[:16]}...)")
+        from exogpu_verify.schedule.provenance import derivation
+
+        return GateResult(True, h, f"checked certificate {cert.path.name} (sha256:{h[:16]}...)",
+                          derivation(p))
     why = (f"no certificate for '{p.name}' in {proof_dir}" if cert is None else
            f"the certificate for '{p.name}' in {proof_dir} is for a different program (the "
            "program changed since it was checked)")

@@ -72,6 +72,8 @@ class Output:
         style = _STYLE[r.verdict]
         self.console.print(f"[{style}]{r.verdict:>8}[/]  {escape(str(path))}::{escape(r.proc)}"
                            + (f"  [dim]{escape(r.reason)}[/]" if r.reason else ""))
+        if r.extra.get("derivation"):
+            self.console.print(f"          [dim]{escape(r.extra['derivation'])}[/]")
         for d in r.diagnostics:
             self.console.print(escape(render(d)))
         if r.witness is not None:

@@ -36,6 +36,8 @@ from .stmts import (bind_expr, delete_pass, insert_pass, rename, reorder_stmts, 
                     simplify)
 from .subprocs import call_eqv, extract_subproc, inline, replace  # noqa: F401
 from .windows import insert_window, set_window  # noqa: F401
+from .provenance import (ReplayError, derivation, program_hash, provenance_record,  # noqa
+                         replay, replay_record, step_diffs)
 
 
 def provenance_report(p) -> str:
@@ -69,6 +71,8 @@ PRIMITIVES = (
 )
 
 __all__ = list(PRIMITIVES) + [
+    "ReplayError", "derivation", "program_hash", "provenance_record", "replay",
+    "replay_record", "step_diffs",
     "Seq", "CudaTasks", "CudaThreads", "SchedulingError", "forward", "find", "find_all",
     "find_loop", "find_alloc_or_arg", "provenance_report", "Cursor", "StmtCursor",
     "BlockCursor", "GapCursor", "ExprCursor", "ArgCursor", "InvalidCursor",

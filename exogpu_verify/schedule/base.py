@@ -251,15 +251,20 @@ def finish(old: N.Procedure, new: N.Procedure, name: str, args, checked: str,
     (its first cursor argument), marked with this step (``locate``)."""
     from .locate import locate, origin_of
 
+    from .provenance import log_step, program_hash
+    from .record import current_call
+
     new = locate(new, origin_of(args), f"step {len(old.provenance) + 1}: {name}")
-    if validate:
-        revalidate(new, name)
+    text = revalidate(new, name) if validate else None
     rw = N.Rewrite(name, ", ".join(_arg_text(a) for a in args), checked, unsafe,
-                   Forwarder(old, fwd if fwd is not None else (lambda path: path)))
-    return replace(new, provenance=old.provenance + (rw,), module=old.module)
+                   Forwarder(old, fwd if fwd is not None else (lambda path: path)),
+                   current_call(), program_hash(new, text))
+    out = replace(new, provenance=old.provenance + (rw,), module=old.module)
+    log_step(old, out)
+    return out
 
 
-def revalidate(p: N.Procedure, name: str) -> None:
+def revalidate(p: N.Procedure, name: str) -> str:
     """The printed result must parse back (scope, type and structural rules of the
     frontend); a failure is reported as a scheduling error on this rewrite."""
     text = print_proc(p)
@@ -269,4 +274,5 @@ def revalidate(p: N.Procedure, name: str) -> None:
         raise SchedulingError(f"{name} would produce an ill-formed program: "
                               f"{e.diagnostic.message} (line {e.diagnostic.line} of the "
                               f"result)", p) from None
+    return text
 

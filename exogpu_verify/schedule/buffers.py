@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
@@ -90,6 +91,7 @@ def _replace_scope(proc, path, new_alloc, new_rest):
 # ---------------------------------------------------------------- lift / sink
 
 
+@primitive
 def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
     """Move an allocation out of the enclosing loop/if/CudaWarps ``n_lifts`` times."""
     check_proc(proc)
@@ -178,6 +180,7 @@ def _alloc_exprs(a):
     return [d.extent for d in a.dims]
 
 
+@primitive
 def sink_alloc(proc, alloc_cursor_):
     """Move an allocation into the loop/if that immediately follows it. For a loop, no
     value may flow between iterations through the buffer: every read must be covered by a
@@ -243,6 +246,7 @@ def _uses_in_context(proc, path, name):
     return [x for x in acc if x.buf == name]
 
 
+@primitive
 def expand_dim(proc, alloc_cursor_, alloc_dim, indexing_expr):
     """Add a leading dimension of extent ``alloc_dim``, indexed everywhere by
     ``indexing_expr`` (over variables in scope at the allocation, so constant during the
@@ -267,6 +271,7 @@ def expand_dim(proc, alloc_cursor_, alloc_dim, indexing_expr):
                   "buffer's lifetime: an injective relabeling of elements")
 
 
+@primitive
 def divide_dim(proc, alloc_cursor_, dim_idx: int, quotient: int):
     """Split dimension ``dim_idx`` (extent divisible by ``quotient``) into
     ``[extent / quotient, quotient]`` indexed by ``i / quotient, i % quotient``."""
@@ -313,6 +318,7 @@ def divide_dim(proc, alloc_cursor_, dim_idx: int, quotient: int):
                   f"proved {expr_str(ext)} % {q} == 0: i -> (i / {q}, i % {q}) is a bijection")
 
 
+@primitive
 def rearrange_dim(proc, alloc_cursor_, permute_vector):
     """Permute the dimensions of an allocation (and every index into it)."""
     check_proc(proc)
@@ -334,6 +340,7 @@ def rearrange_dim(proc, alloc_cursor_, permute_vector):
 # ---------------------------------------------------------------- memory and precision
 
 
+@primitive
 def set_memory(proc, alloc_cursor_, memory):
     """Place an allocation in another memory (an annotation: sequential meaning unchanged;
     the result must still respect scope and argument-memory rules)."""
@@ -349,6 +356,7 @@ def set_memory(proc, alloc_cursor_, memory):
                   "annotation: sequential meaning unchanged (placement only)")
 
 
+@primitive
 def set_precision(proc, alloc_cursor_, typ):
     """Change an allocation's scalar type. Value-sensitive and not proven: recorded unsafe."""
     check_proc(proc)
@@ -398,6 +406,7 @@ def _dt(e):
 # ---------------------------------------------------------------- windows
 
 
+@primitive
 def inline_window(proc, winstmt_cursor):
     """Replace a window statement ``w = A[...]`` by its definition at every use."""
     check_proc(proc)

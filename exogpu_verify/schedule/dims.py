@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
@@ -31,6 +32,7 @@ def _data_alloc(proc, alloc, who):
 # ---------------------------------------------------------------- mult_dim
 
 
+@primitive
 def mult_dim(proc, alloc_cursor_, hi_dim_idx: int, lo_dim_idx: int):
     """Merge dimension ``lo_dim_idx`` (constant extent ``c``) into ``hi_dim_idx``:
     ``x: T[n, m, 4]``, ``mult_dim(x, 0, 2)`` -> ``x: T[4 * n, m]`` indexed
@@ -97,6 +99,7 @@ def mult_dim(proc, alloc_cursor_, hi_dim_idx: int, lo_dim_idx: int):
 # ---------------------------------------------------------------- resize_dim
 
 
+@primitive
 def resize_dim(proc, alloc_cursor_, dim_idx: int, size, offset, fold: bool = False):
     """Give dimension ``dim_idx`` the extent ``size`` and index it ``i - offset``; every
     access must provably lie in ``[offset, offset + size)`` (isl). With ``fold=True`` the
@@ -156,6 +159,7 @@ def resize_dim(proc, alloc_cursor_, dim_idx: int, size, offset, fold: bool = Fal
 # ---------------------------------------------------------------- unroll_buffer
 
 
+@primitive
 def unroll_buffer(proc, alloc_cursor_, dimension: int):
     """Split a buffer along a dimension of constant extent ``c`` into ``c`` buffers
     ``name_0 .. name_{c-1}``; every access must index that dimension with a constant."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.types import ControlType, R, ScalarType, bool_, promote
@@ -46,6 +47,7 @@ def _data_reads(e) -> set:
 # ---------------------------------------------------------------- rewrite_expr
 
 
+@primitive
 def rewrite_expr(proc, expr_cursor_, new_expr):
     """Replace a control expression (an index, a bound, a condition) by ``new_expr`` when
     isl proves them equal (conditions: equivalent) wherever the statement runs."""
@@ -81,6 +83,7 @@ def rewrite_expr(proc, expr_cursor_, new_expr):
 # ---------------------------------------------------------------- commute_expr
 
 
+@primitive
 def commute_expr(proc, expr_cursors):
     """Swap the operands of ``+`` or ``*`` expressions (``a * b`` -> ``b * a``); exact
     (IEEE addition and multiplication commute)."""
@@ -106,6 +109,7 @@ def commute_expr(proc, expr_cursors):
 # ---------------------------------------------------------------- inline_assign
 
 
+@primitive
 def inline_assign(proc, assign_cursor):
     """``x = e ; s`` -> ``s[x -> e]`` for a scalar ``x``: legal when nothing after the
     assignment in ``x``'s scope writes ``x`` or any buffer ``e`` reads, and the inlined
@@ -213,6 +217,7 @@ def _windows_of(stmts, name):
 # ---------------------------------------------------------------- merge_writes
 
 
+@primitive
 def merge_writes(proc, block_cursor_):
     """Merge two consecutive writes of one element: ``a = b; a = c`` -> ``a = c``;
     ``a += b; a = c`` -> ``a = c``; ``a = b; a += c`` -> ``a = b + c``; ``a += b; a += c``
@@ -269,6 +274,7 @@ def merge_writes(proc, block_cursor_):
 # ---------------------------------------------------------------- lift_reduce_constant
 
 
+@primitive
 def lift_reduce_constant(proc, block_cursor_):
     """``x = 0.0; for i: x += c * e`` -> ``x = 0.0; for i: x += e; x = c * x`` for a scalar
     ``x`` and a ``c`` the loop does not change (distribution: recorded unsafe on floats)."""

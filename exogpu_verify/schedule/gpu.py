@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from .record import primitive
 from ..errors import ExoGpuError
 from ..ir import nodes as IR
 from ..ir.memories import BarrierMechanism
@@ -57,6 +58,7 @@ def _mode(m):
     raise TypeError(f"loop mode must be Seq(), CudaTasks() or CudaThreads(unit=...), not {m!r}")
 
 
+@primitive
 def set_loop_mode(proc, loop_cursor_, mode):
     """Change a loop's mode (seq <-> cuda_tasks / cuda_threads(unit=...))."""
     check_proc(proc)
@@ -83,6 +85,7 @@ def _mode_text(m) -> str:
     return {"Seq": "Seq()", "CudaTasks": "CudaTasks()"}[type(m).__name__]
 
 
+@primitive
 def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0):
     """Wrap a block in ``with ctx:`` (``CudaDeviceFunction(...)`` or ``CudaWarps(...)``).
 
@@ -137,6 +140,7 @@ def _insert(proc, gap, stmt, name, args):
                   fwd_splice(parent, field, i, i, 1))
 
 
+@primitive
 def insert_fence(proc, gap, L1, L2):
     """Insert ``Fence(L1, L2)`` at a gap."""
     check_proc(proc)
@@ -144,6 +148,7 @@ def insert_fence(proc, gap, L1, L2):
                    "insert_fence", [L1, L2])
 
 
+@primitive
 def insert_barrier_alloc(proc, gap, name: str, hi=(), mech=None, ring_dim_idx=None,
                          ring_depth=None):
     """Insert ``name: barrier[hi...] @ mech`` at a gap (``ring_dim_idx``/``ring_depth``:
@@ -178,6 +183,7 @@ def _barrier_ref(proc, where, text):
         raise SchedulingError(f"bad barrier expression {text!r}: {msg}", proc) from None
 
 
+@primitive
 def insert_arrive(proc, gap, L1, exprs):
     """Insert ``Arrive(L1) >> e0 >> e1 ...`` at a gap (``exprs``: barrier expressions as
     text, e.g. ``"z[k % 4]"``)."""
@@ -188,6 +194,7 @@ def insert_arrive(proc, gap, L1, exprs):
     return _insert(proc, g, IR.Arrive(_tl(proc, L1, "L1"), refs), "insert_arrive", [L1, exprs])
 
 
+@primitive
 def insert_await(proc, gap, expr, L2, N: int = 0):
     """Insert ``Await(expr, L2, N)`` at a gap."""
     check_proc(proc)
@@ -197,6 +204,7 @@ def insert_await(proc, gap, expr, L2, N: int = 0):
                    [expr, L2, N])
 
 
+@primitive
 def set_ring_buffer(proc, alloc_cursor_, dim: int, depth: int):
     """Mark dimension ``dim`` of a barrier allocation as ``e @ ring_buffer_by(depth)``."""
     check_proc(proc)
@@ -215,6 +223,7 @@ def set_ring_buffer(proc, alloc_cursor_, dim: int, depth: int):
     return finish(proc, p2, "set_ring_buffer", [c, dim, depth], ANNOTATION)
 
 
+@primitive
 def update_loop_mode(proc, loop_cursor_, unit=None, pragma_unroll=None):
     """Change a parameter of a loop's mode, keeping its kind: the ``unit`` of a
     ``cuda_threads`` loop, or the ``pragma_unroll`` hint of a ``seq`` loop (``0``/``None``
@@ -252,6 +261,7 @@ def update_loop_mode(proc, loop_cursor_, unit=None, pragma_unroll=None):
                                                  pragma_unroll], f"{ANNOTATION} ({what})")
 
 
+@primitive
 def set_trailing_barrier_expr(proc, call_cursor, barrier_expr):
     """Set the barrier(s) an instruction completes on: ``instr(...) >> z[i]`` (a list for
     several targets; ``None`` to remove them from an instruction without a mechanism)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.types import bool_
@@ -47,6 +48,7 @@ def sync_only(stmts) -> bool:
 # ---------------------------------------------------------------- lift_scope
 
 
+@primitive
 def lift_scope(proc, scope_cursor):
     """Lift a loop or ``if`` (the only statement of its parent's body) above its parent
     loop or ``if``: ``for i: if p: s1 else: s2`` -> ``if p: for i: s1 else: for i: s2``;
@@ -144,6 +146,7 @@ def _lift_loop_out_of_if_else(proc, c, par, s, ppath):
 # ---------------------------------------------------------------- specialize
 
 
+@primitive
 def specialize(proc, block, conds):
     """``B`` -> ``if c0: B elif c1: B ... else: B``: ``n`` conditions give ``n + 1``
     copies, each scheduled separately afterwards."""
@@ -173,6 +176,7 @@ def specialize(proc, block, conds):
 # ---------------------------------------------------------------- dead code
 
 
+@primitive
 def eliminate_dead_code(proc, stmt_cursor_):
     """An ``if`` whose condition is provably constant becomes the branch that runs; a loop
     that provably runs no iteration is removed (isl, under the asserts and enclosing
@@ -214,6 +218,7 @@ def eliminate_dead_code(proc, stmt_cursor_):
 # ---------------------------------------------------------------- add / remove guards
 
 
+@primitive
 def add_if(proc, block, cond, unsafe_disable_check: bool = False):
     """Wrap a block in ``if cond:``. Exact when ``cond`` is provably true wherever the block
     runs, or when the block only synchronizes (an annotation); otherwise refused, unless
@@ -247,6 +252,7 @@ def add_if(proc, block, cond, unsafe_disable_check: bool = False):
                   fwd_splice(parent, field, lo, hi, 1, inner), unsafe=unsafe)
 
 
+@primitive
 def unsafe_remove_if(proc, if_cursor):
     """Replace ``if c: s`` (no else) by ``s``. Recorded safe when ``c`` is provably true
     (isl) or ``s`` only synchronizes; otherwise recorded UNSAFE (``s`` then runs where the

@@ -6,6 +6,7 @@ fresh buffer would read uninitialized data where the reused one has stale values
 
 from __future__ import annotations
 
+from .record import primitive
 from ..ir import nodes as N
 from . import deps as D
 from . import flow as F
@@ -15,6 +16,7 @@ from .errors import SchedulingError
 from .irtools import block_of, names_used, node_at, rename_var, splice
 
 
+@primitive
 def delete_buffer(proc, buf_cursor):
     """Remove an allocation (data or barrier) that nothing in its scope uses."""
     check_proc(proc)
@@ -30,6 +32,7 @@ def delete_buffer(proc, buf_cursor):
                   fwd_splice(parent, field, i, i + 1, len(keep)))
 
 
+@primitive
 def reuse_buffer(proc, buf_cursor, replace_cursor):
     """``x: T ; ... ; y: T ; s`` -> ``x: T ; ... ; s[y -> x]`` when ``x`` is dead from
     ``y``'s allocation on and ``s`` writes every element of ``y`` before reading it."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
@@ -53,6 +54,7 @@ def _merged_mode(proc, outer, inner, c_in, path):
                           [path, path + (("body", 0),)])
 
 
+@primitive
 def mult_loops(proc, nested_loops, new_iter_name: str):
     """``for i in seq(0, e): for j in seq(0, c): s`` (``c`` a constant) becomes
     ``for k in seq(0, e * c): s[i -> k / c, j -> k % c]``; also ``"i j"`` shorthand."""
@@ -96,6 +98,7 @@ def mult_loops(proc, nested_loops, new_iter_name: str):
                   f"{new_iter_name} % {n_in}: the same instances in the same order", fwd)
 
 
+@primitive
 def join_loops(proc, loop1_cursor, loop2_cursor):
     """``for i in seq(lo, mid): s`` followed by ``for j in seq(mid, hi): s[i -> j]`` becomes
     ``for i in seq(lo, hi): s`` (bodies equal up to the iterator, bounds proved to meet)."""

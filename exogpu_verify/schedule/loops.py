@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
@@ -59,6 +60,7 @@ def _reduction_note(reds) -> str:
 # ---------------------------------------------------------------- divide_loop
 
 
+@primitive
 def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guard",
                 perfect: bool = False):
     """Split ``for i in seq(lo, hi)`` into ``for io: for ii in seq(0, div_const)`` with
@@ -141,6 +143,7 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
 # ---------------------------------------------------------------- reorder_loops
 
 
+@primitive
 def reorder_loops(proc, nested_loops):
     """Swap a loop with the single loop directly inside it; legal iff no dependence
     between instances ``(i, j)`` and ``(i', j')`` with ``i < i'`` and ``j > j'``."""
@@ -244,6 +247,7 @@ def _reads(e):
 # ---------------------------------------------------------------- fission / fuse
 
 
+@primitive
 def fission(proc, gap_cursor_, n_lifts: int = 1):
     """Split the loop (or if / CudaWarps block) around a gap into two; legal iff no
     statement after the gap conflicts with a statement before it at a later iteration."""
@@ -321,6 +325,7 @@ def fission(proc, gap_cursor_, n_lifts: int = 1):
                   unsafe=unsafe)
 
 
+@primitive
 def fuse(proc, stmt1, stmt2, unsafe_disable_check: bool = False):
     """Fuse two consecutive loops with equal bounds (or ifs with equal conditions)."""
     check_proc(proc)
@@ -407,6 +412,7 @@ def D_and(a, b):
 # ---------------------------------------------------------------- cut, shift, unroll
 
 
+@primitive
 def cut_loop(proc, loop_cursor_, cut_point):
     """``for i in seq(lo, hi)`` -> ``for i in seq(lo, cut)`` ; ``for i in seq(cut, hi)``."""
     check_proc(proc)
@@ -427,6 +433,7 @@ def cut_loop(proc, loop_cursor_, cut_point):
                              + rest))
 
 
+@primitive
 def shift_loop(proc, loop_cursor_, new_lo):
     """``for i in seq(lo, hi): s`` -> ``for i in seq(new_lo, new_lo + hi - lo): s[i -> i + lo
     - new_lo]``; ``new_lo`` must be provably non-negative (as in Exo)."""
@@ -444,6 +451,7 @@ def shift_loop(proc, loop_cursor_, new_lo):
                   f"exact index map {s.iter} -> {s.iter} + ({expr_str(sub(s.lo, nl))})")
 
 
+@primitive
 def unroll_loop(proc, loop_cursor_):
     """Replace a loop with a constant trip count by copies of its body."""
     check_proc(proc)
@@ -475,6 +483,7 @@ def unroll_loop(proc, loop_cursor_):
                   fwd_splice(parent, field, i, i + 1, max(len(new), 1), inner if m else None))
 
 
+@primitive
 def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
              unsafe_disable_check: bool = False):
     """Wrap a block in ``for iter_name in seq(0, hi_expr)``; the block must be idempotent
@@ -527,6 +536,7 @@ def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
                   fwd_splice(parent, field, lo_i, hi_i, 1, inner), unsafe=unsafe)
 
 
+@primitive
 def remove_loop(proc, loop_cursor_):
     """Remove a loop whose body is idempotent and does not use the iterator, if it provably
     runs at least once."""
@@ -539,6 +549,13 @@ def remove_loop(proc, loop_cursor_):
     if not D.prove(proc, vs, cs, cmp("<", s.lo, s.hi)):
         raise SchedulingError("remove_loop: cannot prove the loop runs at least once", proc,
                               [path])
+    if D.prove(proc, vs, cs, cmp("==", sub(s.hi, s.lo), const(1))):
+        parent, (field, i) = path[:-1], path[-1]
+        p2 = splice(proc, parent, field, i, i + 1, s.body)
+        return finish(proc, p2, "remove_loop", [c], "the loop runs exactly once (isl)",
+                      fwd_splice(parent, field, i, i + 1, len(s.body),
+                                 lambda k, rest: parent + ((field, i + rest[0][1]),) +
+                                 rest[1:] if rest else None))
     acc = D.collect(proc, s.body, [path + (("body", k),) for k in range(len(s.body))])
     if any(a.kind == "RED" for a in acc):
         raise SchedulingError("remove_loop: the body reduces (+=); not idempotent", proc, [path])

@@ -14,6 +14,7 @@ the value-flow sets of ``flow``.
 
 from __future__ import annotations
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
@@ -88,6 +89,7 @@ def tensor_scalar(proc, name):
                           f"{proc.name}", proc)
 
 
+@primitive
 def stage_mem(proc, block_cursor_, win_expr, new_buf_name: str, accum: bool = False,
               mem=None):
     """Stage the window ``win_expr`` of a buffer (or of a window statement over one) into a

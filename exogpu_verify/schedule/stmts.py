@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.memories import CudaRmem, DRAM
@@ -17,6 +18,7 @@ from .irtools import (block_of, bound_here, expr_walk, map_exprs, names_used, no
                       splice, walk_paths)
 
 
+@primitive
 def rename(proc, new_name: str):
     """Rename the procedure."""
     check_proc(proc)
@@ -29,6 +31,7 @@ def rename(proc, new_name: str):
 # ---------------------------------------------------------------- simplify
 
 
+@primitive
 def simplify(proc):
     """Normalize control expressions (collect terms, fold constants, exact ``/``/``%`` of
     multiples and of nested ``/``/``%``) and remove ``if`` branches whose condition is
@@ -150,6 +153,7 @@ def _bool():
 # ---------------------------------------------------------------- reorder_stmts
 
 
+@primitive
 def reorder_stmts(proc, block_cursor_):
     """Swap two consecutive statements ``s1; s2``; legal iff they commute: no element is
     touched by both with at least one write (isl), and neither declares a name the other
@@ -200,6 +204,7 @@ def reorder_stmts(proc, block_cursor_):
 # ---------------------------------------------------------------- pass
 
 
+@primitive
 def insert_pass(proc, gap_cursor_):
     check_proc(proc)
     g = gap_cursor(proc, gap_cursor_)
@@ -209,6 +214,7 @@ def insert_pass(proc, gap_cursor_):
                   fwd_splice(parent, field, i, i, 1))
 
 
+@primitive
 def delete_pass(proc):
     """Delete every ``pass``; loops, ifs and CudaWarps blocks left empty are removed too
     (they did nothing)."""
@@ -268,6 +274,7 @@ def _scalar_of(p, name):
     raise SchedulingError(f"unknown buffer '{name}'", p)
 
 
+@primitive
 def bind_expr(proc, expr_cursors, new_name: str):
     """Bind a data expression (one or more occurrences inside one assignment/reduction) to a
     new scalar ``new_name`` computed just before the statement. The scalar gets the

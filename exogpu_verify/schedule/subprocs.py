@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace as _dc_replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from . import deps as D
@@ -18,6 +19,7 @@ from .irtools import (all_names, expr_walk, rename_var, splice, subst, subst_stm
 # ---------------------------------------------------------------- inline
 
 
+@primitive
 def inline(proc, call_cursor):
     """Replace a call of a (non-instruction) procedure by its body, with control parameters
     substituted and data parameters resolved through the argument windows."""
@@ -84,6 +86,7 @@ def _unsafe_steps(p):
     return [r.name for r in p.provenance if r.unsafe]
 
 
+@primitive
 def call_eqv(proc, call_cursor, eqv_proc):
     """Call ``eqv_proc`` instead of the current callee; both must be scheduled from the same
     original procedure (equivalent by their provenance)."""
@@ -113,6 +116,7 @@ def call_eqv(proc, call_cursor, eqv_proc):
 # ---------------------------------------------------------------- replace (unification)
 
 
+@primitive
 def replace(proc, block_cursor_, subproc, quiet: bool = True, barrier=None):
     """Replace a block by a call to ``subproc`` (an ``@instr`` or a proc) if the block is an
     instance of its body: unification (``unify``) binds the size arguments and the argument
@@ -195,6 +199,7 @@ def _trailing_barriers(proc, subproc, barrier, where, paths):
 # ---------------------------------------------------------------- extract_subproc
 
 
+@primitive
 def extract_subproc(proc, block, subproc_name: str, include_asserts: bool = True):
     """Move a block (at CPU scope) into a new procedure ``subproc_name`` and call it:
     returns ``(proc, subproc)``. The subproc's parameters are the block's free variables

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .record import primitive
 from ..frontend.printer import expr_str
 from ..ir import nodes as N
 from ..ir.memories import Memory
@@ -21,6 +22,7 @@ from .errors import SchedulingError
 from .irtools import splice
 
 
+@primitive
 def insert_window(proc, gap, name: str, win_expr, mem=None):
     """Insert the window statement ``name = win_expr`` (``@ mem`` for a special window
     memory such as ``Sm90_tensorMap(128, 128, 64)``) at a gap."""
@@ -44,6 +46,7 @@ def insert_window(proc, gap, name: str, win_expr, mem=None):
                   "frontend)", fwd_splice(parent, field, i, i, 1))
 
 
+@primitive
 def set_window(proc, cursor, is_window: bool = True):
     """Make a data parameter a window parameter (``A: [f32][N]``) or a dense one."""
     check_proc(proc)

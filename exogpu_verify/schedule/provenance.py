@@ -1,0 +1,257 @@
+"""Provenance: the checked chain ``p1 -> ... -> pN`` a scheduled procedure carries.
+
+Every rewrite appends a ``Rewrite`` to ``p.provenance``: the primitive, its arguments as
+text, what was checked, whether it is unsafe, how it was called (``record.Call``) and the
+sha256 of the procedure it produced. From that chain:
+
+* ``derivation(p)``: "derived from gemm (file:line) by 108 checked steps (0 unsafe)";
+* ``provenance_record(p)``: a JSON-able record (p1's name, location and hash, every step);
+* ``replay(p)`` re-applies every step to ``p1`` (re-parsed from its source file when
+  ``from_source=True``) and checks each result's hash: the chain is re-derived, not trusted;
+  ``replay_record(record)`` does the same from the JSON record alone (arguments are
+  evaluated again from their text in the defining module's namespace);
+* ``step_diffs(p)`` / ``EXOGPU_LOG=schedule``: the IR after each step, as unified diffs
+  (``trace=True`` on the replays prints them too).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import os
+import sys
+import textwrap
+
+from ..ir import nodes as N
+
+
+class ReplayError(Exception):
+    """A schedule could not be replayed, or replayed to a different program."""
+
+
+def program_hash(p: N.Procedure, text: str | None = None) -> str:
+    """sha256 of the printed IR (the identity certificates are bound to)."""
+    if text is None:
+        from ..frontend.printer import print_proc
+
+        text = print_proc(p)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def root(p: N.Procedure) -> N.Procedure:
+    """``p1``: the procedure the chain of ``p`` starts from."""
+    if not p.provenance:
+        return p
+    fw = p.provenance[0].forward
+    return fw.src if fw is not None else p
+
+
+def chain(p: N.Procedure):
+    """``[(rewrite, input, output)]`` for every step of ``p``'s provenance."""
+    out = []
+    prov = p.provenance
+    for k, rw in enumerate(prov):
+        src = rw.forward.src if rw.forward is not None else None
+        nxt = prov[k + 1].forward.src if k + 1 < len(prov) and prov[k + 1].forward else \
+            (p if k + 1 == len(prov) else None)
+        out.append((rw, src, nxt))
+    return out
+
+
+def _where(p1: N.Procedure) -> str:
+    si = p1.srcinfo
+    if si is None or not si.line:
+        return "(no source location)"
+    f = si.file
+    try:
+        f = os.path.relpath(f)
+    except ValueError:
+        pass
+    return f"{f}:{si.line}"
+
+
+def derivation(p: N.Procedure) -> str | None:
+    """One line: where ``p`` comes from, or None for a procedure written directly."""
+    if not p.provenance:
+        return None
+    p1 = root(p)
+    k = len(p.provenance)
+    j = sum(1 for r in p.provenance if r.unsafe)
+    return (f"derived from {p1.name} ({_where(p1)}) by {k} checked step{'s' * (k != 1)} "
+            f"({j} unsafe)")
+
+
+def provenance_record(p: N.Procedure) -> dict | None:
+    """The chain as JSON data (None for a procedure written directly)."""
+    if not p.provenance:
+        return None
+    p1 = root(p)
+    steps = []
+    for rw in p.provenance:
+        steps.append({"primitive": rw.name, "args": rw.args, "checked": rw.checked,
+                      "unsafe": bool(rw.unsafe),
+                      "call": rw.call.to_json() if rw.call is not None and
+                      rw.call.args is not None else None,
+                      "result_hash": rw.result_hash})
+    si = p1.srcinfo
+    return {"source": {"proc": p1.name, "file": si.file if si else None,
+                       "line": si.line if si else None, "hash": program_hash(p1)},
+            "steps": steps, "result_hash": program_hash(p),
+            "summary": derivation(p)}
+
+
+# ---------------------------------------------------------------- replay
+
+
+def namespace_of(p1: N.Procedure) -> dict:
+    """Names a recorded argument may use: the language, the platform libraries, the
+    schedule module and the globals of the module that defined ``p1``."""
+    import exogpu_verify
+    from exogpu_verify import schedule as S
+
+    ns: dict = {k: getattr(exogpu_verify, k) for k in exogpu_verify.__all__}
+    for mod in ("cuda", "sm80", "sm90"):
+        m = __import__(f"exogpu_verify.platforms.{mod}", fromlist=["*"])
+        ns.update({k: v for k, v in vars(m).items() if not k.startswith("_")})
+    ns.update({k: getattr(S, k) for k in S.__all__})
+    if isinstance(p1.module, dict):
+        ns.update(p1.module)
+    return ns
+
+
+def reparse_source(p1: N.Procedure) -> N.Procedure:
+    """``p1`` parsed again from the function at its source location, in its module's
+    globals (a proc written at module level; a factory's closure is not visible here)."""
+    si = p1.srcinfo
+    if si is None or not si.file or not os.path.exists(si.file):
+        raise ReplayError(f"the source of {p1.name} is not available ({_where(p1)})")
+    text = open(si.file, encoding="utf-8").read()
+    tree = ast.parse(text)
+    fdef = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == p1.name and \
+                si.line in {node.lineno} | {d.lineno for d in node.decorator_list}:
+            fdef = node
+    if fdef is None:
+        raise ReplayError(f"no function {p1.name} at {_where(p1)} any more")
+    lines = text.splitlines(True)
+    start = min([fdef.lineno] + [d.lineno for d in fdef.decorator_list])
+    src = textwrap.dedent("".join(lines[start - 1:fdef.end_lineno]))
+    src = "\n" * (start - 1) + src
+    from ..frontend.decorators import parse_proc_source
+
+    env = dict(p1.module) if isinstance(p1.module, dict) else {}
+    try:
+        q = parse_proc_source(src, env, file=si.file)
+    except Exception as e:  # noqa: BLE001 - reported as a replay failure
+        raise ReplayError(f"cannot re-parse {p1.name} from {_where(p1)}: {e}") from None
+    from dataclasses import replace
+
+    return replace(q, module=p1.module)
+
+
+def _apply(p, call, namespace, live: bool):
+    from . import record as R
+    import exogpu_verify.schedule as S
+
+    if call is None or call.args is None:
+        raise ReplayError("the step was not recorded as a call of a public primitive")
+    fn = getattr(S, call.name, None)
+    if fn is None:
+        raise ReplayError(f"unknown primitive {call.name!r}")
+    args = [R.resolve(a, p, namespace, live) for a in call.args]
+    kwargs = {k: R.resolve(v, p, namespace, live) for k, v in call.kwargs}
+    out = fn(p, *args, **kwargs)
+    return out[0] if isinstance(out, tuple) else out
+
+
+def replay(p: N.Procedure, from_source: bool = False, trace: bool = False) -> N.Procedure:
+    """Re-apply every step of ``p``'s chain to ``p1`` (re-parsed from its source file with
+    ``from_source``) and check that each step gives the recorded program; returns the
+    replayed procedure (equal to ``p``). Raises ``ReplayError`` naming the first step that
+    cannot be replayed or differs."""
+    if not p.provenance:
+        return p
+    p1 = root(p)
+    cur = reparse_source(p1) if from_source else p1
+    if from_source and program_hash(cur) != program_hash(p1):
+        raise ReplayError(f"{p1.name} at {_where(p1)} changed since it was scheduled")
+    ns = namespace_of(p1) if from_source else None
+    steps = [(rw.name, rw.call, rw.result_hash) for rw in p.provenance]
+    return _replay_steps(cur, steps, ns, live=not from_source, trace=trace,
+                         want=program_hash(p))
+
+
+def replay_record(record: dict, p1: N.Procedure | None = None,
+                  trace: bool = False) -> N.Procedure:
+    """Replay a ``provenance_record`` from the source alone: ``p1`` is re-parsed from the
+    recorded file (or given) and must have the recorded hash; every step is evaluated from
+    its recorded call and must give the recorded hash."""
+    from . import record as R
+
+    src = record.get("source") or {}
+    if p1 is None:
+        raise ReplayError("replay_record needs p1 (load the module that defines it)")
+    if program_hash(p1) != src.get("hash"):
+        raise ReplayError(f"{src.get('proc')} at {src.get('file')}:{src.get('line')} is not "
+                          "the program the schedule started from (its hash differs)")
+    steps = []
+    for k, st in enumerate(record.get("steps") or [], 1):
+        c = st.get("call")
+        call = None
+        if c is not None:
+            call = R.Call(c["primitive"], tuple(R.spec_from_json(a) for a in c["args"]),
+                          tuple((n, R.spec_from_json(v)) for n, v in c["kwargs"].items()))
+        steps.append((st.get("primitive"), call, st.get("result_hash")))
+    return _replay_steps(p1, steps, namespace_of(p1), live=False, trace=trace,
+                         want=record.get("result_hash"))
+
+
+def _replay_steps(cur, steps, ns, live, trace, want):
+    for k, (name, call, h) in enumerate(steps, 1):
+        before = cur
+        try:
+            cur = _apply(cur, call, ns, live)
+        except ReplayError as e:
+            raise ReplayError(f"step {k} ({name}): {e}") from None
+        except Exception as e:  # noqa: BLE001 - a refused or failing step
+            msg = getattr(e, "message", None) or str(e)
+            raise ReplayError(f"step {k} ({name}) failed on replay: {msg}") from None
+        if h is not None and program_hash(cur) != h:
+            raise ReplayError(f"step {k} ({name}) replayed to a different program than the "
+                              "one recorded")
+        if trace:
+            print(_diff(k, cur.provenance[-1], before, cur), file=sys.stderr)
+    if want is not None and program_hash(cur) != want:
+        raise ReplayError("the replayed schedule does not end at the recorded program")
+    return cur
+
+
+# ---------------------------------------------------------------- diffs and logging
+
+
+def _diff(k, rw, before, after) -> str:
+    a, b = str(before).splitlines(True), str(after).splitlines(True)
+    flag = "UNSAFE " if rw.unsafe else ""
+    head = f"## step {k}: {flag}{rw.name}({rw.args})\n##   checked: {rw.checked}\n"
+    return head + "".join(difflib.unified_diff(a, b, "before", "after", n=1))
+
+
+def step_diffs(p: N.Procedure) -> list[str]:
+    """The IR change of every step of ``p``'s chain, as unified diffs with a header."""
+    out = []
+    for k, (rw, src, dst) in enumerate(chain(p), 1):
+        if src is None or dst is None:
+            out.append(f"## step {k}: {rw.name}({rw.args}) (intermediate not kept)\n")
+            continue
+        out.append(_diff(k, rw, src, dst))
+    return out
+
+
+def log_step(old: N.Procedure, new: N.Procedure) -> None:
+    """With ``EXOGPU_LOG=schedule`` (a comma-separated list), print each step's diff to
+    stderr as it happens."""
+    if "schedule" not in (os.environ.get("EXOGPU_LOG") or "").split(","):
+        return
+    print(_diff(len(new.provenance), new.provenance[-1], old, new), file=sys.stderr)
