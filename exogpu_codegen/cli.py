@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from exogpu_verify.cli import UsageError, find_files, load_module, module_procs
+from exogpu_verify.loader import UsageError, find_files, load_module, module_procs
 from exogpu_verify.errors import ExoGpuError
 
 from .build import build

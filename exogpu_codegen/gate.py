@@ -12,7 +12,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from exogpu_verify.frontend.printer import print_proc
+from exogpu_verify.ir.printer import print_proc
 from exogpu_verify.ir.nodes import Procedure
 
 from .errors import usage
@@ -64,7 +64,7 @@ def check_gate(p: Procedure, unchecked: bool = False, proof_dir: str | None = No
                     node=p) from None
     cert = load_certificate(proof_dir, p)
     if cert is not None and cert.valid_for(p):
-        from exogpu_verify.schedule.provenance import derivation
+        from exogpu_verify.ir.derivation import derivation
 
         return GateResult(True, h, f"checked certificate {cert.path.name} (sha256:{h[:16]}...)",
                           derivation(p))

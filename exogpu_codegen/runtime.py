@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from exogpu_verify.frontend.printer import expr_str
+from exogpu_verify.ir.printer import expr_str
 from exogpu_verify.ir import nodes as N
 
 from .cexpr import eval_ctl

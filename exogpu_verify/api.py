@@ -10,70 +10,12 @@ it reports it. Stages run in order and stop at the first that finds errors: stat
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 
-from .errors import Diagnostic, ExoGpuError
+from .errors import ExoGpuError
 from .ir.nodes import Procedure
+from .report import VERDICTS, Diagnostic, Report, Witness  # noqa: F401  (re-exported)
 
-VERDICTS = ("proven", "checked", "refuted", "unknown")
 MODES = ("auto", "symbolic", "concrete")
-
-
-@dataclass(frozen=True)
-class Witness:
-    """A concrete counterexample: sizes, the two accesses, their threads and timelines."""
-
-    sizes: dict
-    first: dict
-    second: dict
-    missing: str = ""
-
-    def to_json(self) -> dict:
-        return {"sizes": self.sizes, "first": self.first, "second": self.second,
-                "missing": self.missing}
-
-
-@dataclass(frozen=True)
-class Report:
-    proc: str
-    verdict: str
-    diagnostics: tuple[Diagnostic, ...] = ()
-    reason: str = ""
-    sizes: dict | None = None
-    witness: Witness | None = None
-    stages: tuple[str, ...] = ()
-    seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        if self.verdict not in VERDICTS:
-            raise ValueError(f"bad verdict {self.verdict!r}")
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict in ("proven", "checked")
-
-    def summary(self) -> str:
-        s = f"{self.proc}: {self.verdict}"
-        if self.verdict == "checked" and self.sizes:
-            s += " at sizes " + ", ".join(f"{k}={v}" for k, v in self.sizes.items())
-        if self.reason:
-            s += f" ({self.reason})"
-        return s
-
-    def to_json(self) -> dict:
-        return {
-            "proc": self.proc,
-            "verdict": self.verdict,
-            "ok": self.ok,
-            "reason": self.reason,
-            "sizes": self.sizes,
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-            "witness": self.witness.to_json() if self.witness else None,
-            "stages": list(self.stages),
-            "seconds": round(self.seconds, 4),
-            "derivation": self.extra.get("derivation"),
-        }
 
 
 def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
@@ -88,7 +30,7 @@ def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
     """
     r = _verify(p, sizes, mode, timeout_s)
     if isinstance(p, Procedure) and p.provenance:
-        from .schedule.provenance import derivation
+        from .ir.derivation import derivation
 
         r.extra["derivation"] = derivation(p)
     return r

@@ -7,21 +7,16 @@ Exit status: 0 all proven or checked; 1 something refuted or a user error; 2 bad
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
 
-from .api import MODES, Report, verify
-from .errors import Diagnostic, ExoGpuError
-from .ir.nodes import Procedure
+from .api import MODES, verify
+from .loader import UsageError, find_files, load_module, module_procs
+from .report import Report
 
 EXIT_OK, EXIT_REFUTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    pass
 
 
 def parse_sizes(text: str | None) -> dict | None:
@@ -43,62 +38,6 @@ def parse_sizes(text: str | None) -> dict | None:
         if v <= 0:
             raise UsageError(f"--sizes: {name.strip()} must be positive, got {v}")
         out[name.strip()] = v
-    return out
-
-
-def find_files(paths: list[str]) -> list[Path]:
-    files: list[Path] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            files += sorted(f for f in path.rglob("*.py") if "__pycache__" not in f.parts)
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise UsageError(f"no such file or folder: {p}")
-    return files
-
-
-def load_module(path: Path):
-    """Import a file as a module; returns (module, None) or (None, Diagnostic)."""
-    name = "exogpu_user_" + "_".join(path.with_suffix("").parts[-3:]).replace("-", "_")
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        return None, Diagnostic("usage", f"cannot import {path}", str(path), 1, 0)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    sys.path.insert(0, str(path.parent.resolve()))
-    try:
-        spec.loader.exec_module(mod)
-    except ExoGpuError as e:
-        return None, e.diagnostic
-    except SyntaxError as e:
-        return None, Diagnostic("syntax", f"Python syntax error: {e.msg}", e.filename or str(path),
-                                e.lineno, (e.offset or 1) - 1)
-    except Exception as e:  # noqa: BLE001 - user module code failed; report, no traceback
-        tb = e.__traceback__
-        line = None
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == str(path) or \
-                    Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
-                line = tb.tb_lineno
-            tb = tb.tb_next
-        return None, Diagnostic("usage", f"importing {path} raised {type(e).__name__}: {e}",
-                                str(path), line, 0,
-                                hint="the module must import cleanly before its procs can be "
-                                     "checked")
-    finally:
-        sys.path.pop(0)
-    return mod, None
-
-
-def module_procs(mod) -> list[Procedure]:
-    """Module-level procs defined in ``mod`` (instructions and imported procs excluded)."""
-    out = []
-    for v in vars(mod).values():
-        if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod):
-            if v not in out:
-                out.append(v)
     return out
 
 

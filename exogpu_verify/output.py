@@ -10,7 +10,7 @@ import threading
 from rich.console import Console
 from rich.markup import escape
 
-from .api import Report
+from .report import Report
 from .errors import Diagnostic, render
 
 _STYLE = {"proven": "bold green", "checked": "green", "refuted": "bold red",

@@ -23,9 +23,9 @@ import pytest
 
 import exogpu_verify
 from exogpu_verify import interpret
-from exogpu_verify.api import VERDICTS, Report
+from exogpu_verify.report import VERDICTS, Report
 from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
-from exogpu_verify.frontend.printer import stmt_lines
+from exogpu_verify.ir.printer import stmt_lines
 from exogpu_verify.ir import nodes as N
 
 DIR = Path(__file__).resolve().parents[1] / "examples"

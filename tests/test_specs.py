@@ -19,7 +19,7 @@ import pytest
 
 import exogpu_verify
 from exogpu_verify import ExoGpuError, interpret
-from exogpu_verify.api import VERDICTS, Report
+from exogpu_verify.report import VERDICTS, Report
 from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
 from exogpu_verify.ir import nodes as N
 

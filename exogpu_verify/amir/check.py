@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import Diagnostic, Span
+from ..report import Diagnostic, Span, Witness
 from ..ir.nodes import Procedure
 from .convert import lower_to_amir
 from .interp import CheckError, Hazard, Machine, describe_threads, ev
@@ -34,8 +34,6 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
     """Run the abstract machine on ``p`` at ``sizes``; returns (verdict, diagnostics, witness,
     reason). Verdict is ``checked`` when no hazard exists at these sizes, else ``refuted``;
     ``unknown`` when the sizes are unusable (missing, violating an assert)."""
-    from ..api import Witness
-
     missing = [prm.name for prm in p.params if not prm.is_data and prm.name not in sizes]
     if missing:
         return ("unknown", (Diagnostic.at("usage", f"no value for {', '.join(missing)} in the "
@@ -48,7 +46,7 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
         if not prm.is_data and prm.type.name == "size" and sizes[prm.name] <= 0:
             return ("unknown", (Diagnostic.at("usage", f"size {prm.name} must be positive",
                                               p.srcinfo),), None, "bad sizes")
-    from ..frontend.printer import expr_str
+    from ..ir.printer import expr_str
 
     for pred in p.preds:
         try:

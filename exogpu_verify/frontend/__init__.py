@@ -1,4 +1,4 @@
 """Python source -> GPU IR (``@proc``, ``@instr``) and IR -> source (the printer)."""
 
 from .decorators import instr, parse_proc_source, proc  # noqa: F401
-from .printer import print_proc, roundtrip_env  # noqa: F401
+from ..ir.printer import print_proc, roundtrip_env  # noqa: F401

@@ -14,6 +14,7 @@ import linecache
 import os
 import textwrap
 from collections import ChainMap
+from dataclasses import replace
 
 from ..errors import ExoGpuError, user_error
 from ..ir import nodes as N
@@ -21,13 +22,8 @@ from ..ir.srcinfo import SrcInfo
 from ..ir.timelines import InstrTL, cuda_in_order_instr
 from ..ir.units import CollUnit, cuda_thread, standalone_thread
 from ..ir.memories import BarrierMechanism
+from .namespace import language_namespace
 from .parser import Parser
-
-
-def language_namespace() -> dict:
-    import exogpu_verify
-
-    return {k: getattr(exogpu_verify, k) for k in exogpu_verify.__all__}
 
 
 def _environment(fn, caller_frame) -> ChainMap:
@@ -60,22 +56,33 @@ def _function_ast(fn):
     return fdef, file, start - 1, indent, dedented.splitlines()
 
 
-def _build(fn, caller_frame, instr_info):
+def _build(fn, caller_frame, instr_info, tools=None):
     fdef, file, line_off, col_off, lines = _function_ast(fn)
     env = _environment(fn, caller_frame)
     p = Parser(fdef, env, file, line_off, col_off, lines, instr_info).parse()
-    from dataclasses import replace
-
-    return replace(p, module=fn.__globals__)
+    return replace(p, module=fn.__globals__, tools=tools)
 
 
-def proc(fn) -> N.Procedure:
-    """Parse ``fn`` into a procedure of the language (raises ``ExoGpuError`` when malformed)."""
-    frame = inspect.currentframe().f_back
-    try:
-        return _build(fn, frame, None)
-    finally:
-        del frame
+def proc_decorator(tools: N.ProcedureTools | None = None):
+    """A ``@proc`` whose procedures carry ``tools`` (``p.verify()``, ``p.find()``, ...).
+
+    The package facade passes its ``ProcedureTools``; ``proc`` below carries none.
+    """
+
+    def proc(fn) -> N.Procedure:
+        """Parse ``fn`` into a procedure of the language (raises ``ExoGpuError`` when
+        malformed). Free names resolve in the caller's locals, the function's closure and
+        globals, then the language."""
+        frame = inspect.currentframe().f_back
+        try:
+            return _build(fn, frame, None, tools)
+        finally:
+            del frame
+
+    return proc
+
+
+proc = proc_decorator(None)
 
 
 def instr(timeline: InstrTL = cuda_in_order_instr, unit: CollUnit | None = None,
@@ -140,10 +147,13 @@ def _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes,
 
 
 def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>",
-                      instr_info: N.InstrInfo | None = None) -> N.Procedure:
-    """Parse the first ``def`` in ``text`` as a procedure (decorator lines are ignored).
+                      instr_info: N.InstrInfo | None = None,
+                      tools: N.ProcedureTools | None = None) -> N.Procedure:
+    """Parse the first ``def`` in ``text`` as a procedure (an ``@instr(...)`` decorator line
+    is evaluated, any other decorator ignored).
 
-    ``env`` supplies free names on top of the language namespace.
+    ``env`` supplies free names on top of the language namespace; ``tools`` is stored on the
+    result (the facade's ``parse_proc_source`` passes its own).
     """
     text = textwrap.dedent(text)
     _remember_source(text, file)
@@ -160,7 +170,8 @@ def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>"
     if instr_info is None:
         instr_info = _decorator_instr(fdef, env or {}, file, text.splitlines())
     scope = ChainMap(dict(env or {}), language_namespace())
-    return Parser(fdef, scope, file, 0, 0, text.splitlines(), instr_info).parse()
+    p = Parser(fdef, scope, file, 0, 0, text.splitlines(), instr_info).parse()
+    return p if tools is None else replace(p, tools=tools)
 
 
 def _remember_source(text: str, file: str) -> None:

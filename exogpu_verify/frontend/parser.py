@@ -98,7 +98,7 @@ class Parser(ExprParser, SyncParser):
         return None
 
     def show(self, e) -> str:
-        from .printer import expr_str
+        from ..ir.printer import expr_str
 
         return expr_str(e)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from ..ir import nodes as N
-from ..ir.affine import const_value
+from ..ir.affine import const_value, extent  # noqa: F401  (extent: re-exported)
 from ..ir.timelines import InstrTL, SyncTL
 from ..ir.types import bool_, int_, size
 from .exprs import _describe
@@ -27,15 +27,6 @@ def subst(e, env: dict):
     if isinstance(e, N.UnOp):
         return N.UnOp(e.op, subst(e.arg, env), e.type, e.srcinfo)
     return e
-
-
-def extent(iv: N.Interval):
-    lo, hi = const_value(iv.lo), const_value(iv.hi)
-    if lo is not None and hi is not None:
-        return hi - lo
-    if lo == 0:
-        return iv.hi
-    return N.BinOp("-", iv.hi, iv.lo, iv.hi.type)
 
 
 class SyncParser:

@@ -10,7 +10,7 @@ integers are Euclidean, which equals floor division and Python's ``%`` for posit
 
 from __future__ import annotations
 
-from .nodes import BinOp, Const, Expr, Read, StrideExpr, UnOp
+from .nodes import BinOp, Const, Expr, Interval, Read, StrideExpr, UnOp
 
 
 class NotAffine(Exception):
@@ -43,6 +43,17 @@ def const_value(e: Expr) -> int | None:
             return None
         return a // b if e.op == "/" else a % b
     return None
+
+
+def extent(iv: Interval):
+    """The length ``hi - lo`` of an interval: an int when both ends are constant, else an
+    expression."""
+    lo, hi = const_value(iv.lo), const_value(iv.hi)
+    if lo is not None and hi is not None:
+        return hi - lo
+    if lo == 0:
+        return iv.hi
+    return BinOp("-", iv.hi, iv.lo, iv.hi.type)
 
 
 def check_quasi_affine(e: Expr) -> None:

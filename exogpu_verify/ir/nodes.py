@@ -16,7 +16,7 @@ Statements
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import Callable, Union
 
 from .memories import BarrierMechanism, Memory
 from .srcinfo import NO_SRC, SrcInfo
@@ -409,6 +409,27 @@ class Rewrite:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcedureTools:
+    """The entry points behind ``Procedure``'s convenience methods.
+
+    ``p.verify()``, ``p.interpret()`` and the Exo-style cursors (``p.find()``, ...) are
+    implemented in layers above the IR (``api``, ``semantics``, ``schedule``), which the IR
+    never imports. The package facade (``exogpu_verify.facade``) builds one ``ProcedureTools``
+    and hands it to the frontend, which stores it on every procedure it parses; rewrites keep
+    it (``dataclasses.replace`` copies fields). A procedure built without it (by
+    ``exogpu_verify.frontend`` directly) still works with the functions ``verify(p)``,
+    ``interpret(p, ...)`` and ``exogpu_verify.schedule.find(p, ...)``.
+    """
+
+    verify: Callable  # (p, sizes: dict | None) -> Report
+    interpret: Callable  # (p, args: dict) -> None
+    find: Callable  # (p, pattern, many) -> Cursor
+    find_loop: Callable  # (p, pattern, many) -> Cursor
+    find_alloc_or_arg: Callable  # (p, name) -> Cursor
+    forward: Callable  # (p, cursor) -> Cursor
+
+
+@dataclass(frozen=True, slots=True)
 class Procedure:
     name: str
     params: tuple[Param, ...]
@@ -419,6 +440,8 @@ class Procedure:
     provenance: tuple[Rewrite, ...] = field(default=(), compare=False, repr=False)
     #: the module globals of the defining file (for VERIFY_SIZES); not part of the program
     module: object = field(default=None, compare=False, repr=False)
+    #: what the convenience methods below call (set by the facade); not part of the program
+    tools: ProcedureTools | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_instr(self) -> bool:
@@ -437,42 +460,42 @@ class Procedure:
         return replace(self, body=tuple(body))
 
     def __str__(self) -> str:
-        from ..frontend.printer import print_proc
+        from .printer import print_proc
 
         return print_proc(self)
 
     def __hash__(self) -> int:
         return hash((self.name, self.params, self.body))
 
-    # verification and execution entry points live in other layers; imported lazily so the
-    # IR never imports upward at module load
-    def verify(self, **sizes):
-        from ..api import verify
+    # verification, execution and cursor entry points live in layers above the IR; they are
+    # reached through the ProcedureTools the facade attached (see ProcedureTools)
+    def _tools(self, method: str, instead: str) -> ProcedureTools:
+        if self.tools is None:
+            raise TypeError(f"{self.name}.{method}(...) needs a procedure built by "
+                            "exogpu_verify.proc or exogpu_verify.parse_proc_source (this one was "
+                            f"built by exogpu_verify.frontend directly); call {instead} instead")
+        return self.tools
 
-        return verify(self, sizes=sizes or None)
+    def verify(self, **sizes):
+        """``verify(self, sizes=sizes)``: all sizes without arguments, else those sizes."""
+        return self._tools("verify", "exogpu_verify.verify(p, sizes=...)").verify(
+            self, sizes or None)
 
     def interpret(self, **args):
-        from ..semantics import interpret
+        """Run the sequential meaning on numpy arrays, in place (``interpret(self, **args)``)."""
+        return self._tools("interpret", "exogpu_verify.interpret(p, ...)").interpret(self, args)
 
-        return interpret(self, **args)
-
-    # Exo-style cursor entry points (the scheduling layer, imported lazily)
     def find(self, pattern: str, many: bool = False):
-        from ..schedule.cursors import find
-
-        return find(self, pattern, many)
+        return self._tools("find", "exogpu_verify.schedule.find(p, ...)").find(self, pattern, many)
 
     def find_loop(self, pattern: str, many: bool = False):
-        from ..schedule.cursors import find_loop
-
-        return find_loop(self, pattern, many)
+        return self._tools("find_loop", "exogpu_verify.schedule.find_loop(p, ...)").find_loop(
+            self, pattern, many)
 
     def find_alloc_or_arg(self, name: str):
-        from ..schedule.cursors import find_alloc_or_arg
-
-        return find_alloc_or_arg(self, name)
+        return self._tools("find_alloc_or_arg", "exogpu_verify.schedule.find_alloc_or_arg(p, "
+                           "...)").find_alloc_or_arg(self, name)
 
     def forward(self, cursor):
-        from ..schedule.cursors import forward
-
-        return forward(self, cursor)
+        return self._tools("forward", "exogpu_verify.schedule.forward(p, c)").forward(
+            self, cursor)

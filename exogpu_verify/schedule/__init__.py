@@ -37,7 +37,8 @@ from .stmts import (bind_expr, delete_pass, insert_pass, rename, reorder_stmts, 
 from .subprocs import call_eqv, extract_subproc, inline, replace  # noqa: F401
 from .windows import insert_window, set_window  # noqa: F401
 from .provenance import (ReplayError, derivation, program_hash, provenance_record,  # noqa
-                         replay, replay_record, step_diffs)
+                         replay, replay_record)
+from .trace import step_diffs  # noqa: F401
 
 
 def provenance_report(p) -> str:

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ..errors import ExoGpuError
 from ..frontend.parser import Parser, VarInfo
-from ..frontend.printer import expr_str, print_proc, roundtrip_env
+from ..ir.printer import expr_str, print_proc, roundtrip_env
 from ..frontend.decorators import parse_proc_source
 from ..ir import nodes as N
 from ..ir.types import index
@@ -219,18 +219,18 @@ def _arg_text(a) -> str:
     if isinstance(a, Cursor):
         try:
             if isinstance(a, StmtCursor):
-                from ..frontend.printer import stmt_lines
+                from ..ir.printer import stmt_lines
 
                 return repr(stmt_lines([a.node()])[0].strip())
             if isinstance(a, ExprCursor):
                 return repr(expr_str(a.node()))
             if isinstance(a, BlockCursor):
-                from ..frontend.printer import stmt_lines
+                from ..ir.printer import stmt_lines
 
                 first = stmt_lines([a.stmts()[0]])[0].strip()
                 return repr(first + (f" ... ({len(a)} statements)" if len(a) > 1 else ""))
             if isinstance(a, GapCursor):
-                from ..frontend.printer import stmt_lines
+                from ..ir.printer import stmt_lines
 
                 return f"{a._side}({stmt_lines([a.anchor().node()])[0].strip()!r})"
         except Exception:  # noqa: BLE001
@@ -251,8 +251,9 @@ def finish(old: N.Procedure, new: N.Procedure, name: str, args, checked: str,
     (its first cursor argument), marked with this step (``locate``)."""
     from .locate import locate, origin_of
 
-    from .provenance import log_step, program_hash
+    from ..ir.derivation import program_hash
     from .record import current_call
+    from .trace import log_step
 
     new = locate(new, origin_of(args), f"step {len(old.provenance) + 1}: {name}")
     text = revalidate(new, name) if validate else None

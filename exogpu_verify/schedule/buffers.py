@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from ..ir.memories import Memory
@@ -18,6 +17,7 @@ from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (block_of, cmp, conj, const, div, expr_walk, mod, names_used, node_at,
                       simp, splice, sub, walk, walk_paths, window_composers)
+from .record import primitive
 
 # ---------------------------------------------------------------- access mapping
 
@@ -439,7 +439,7 @@ def inline_window(proc, winstmt_cursor):
 
 
 def _scalar(proc, name):
-    from .stage import tensor_scalar
+    from .bufinfo import tensor_scalar
 
     return tensor_scalar(proc, name)
 

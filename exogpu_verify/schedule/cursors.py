@@ -74,7 +74,7 @@ class StmtCursor(Cursor):
         return hash((id(self._proc), self._path))
 
     def __repr__(self):
-        from ..frontend.printer import stmt_lines
+        from ..ir.printer import stmt_lines
 
         return f"<StmtCursor {self._path}: {stmt_lines([self._node()])[0].strip()}>"
 
@@ -278,7 +278,7 @@ class ExprCursor(Cursor):
         return hash((id(self._proc), self._path, self._epath))
 
     def __repr__(self):
-        from ..frontend.printer import expr_str
+        from ..ir.printer import expr_str
 
         return f"<ExprCursor {self._path}{self._epath}: {expr_str(self._node())}>"
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import islpy as isl
 
 from ..ir import nodes as N
 from ..ir.affine import NotAffine, cond_to_isl_str, to_isl_str
 from ..ir.types import ControlType
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from .irtools import add
 
 
@@ -164,8 +165,6 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
             for k, c in enumerate(s.body):
                 go(c, vs, cs, path + (("body", k),))
         elif isinstance(s, N.Call):
-            from .flow import full_params
-
             kinds = _param_kinds(s.callee)
             full = full_params(s.callee)
             for prm, a in zip(s.callee.params, s.args):
@@ -367,3 +366,81 @@ def covered(proc, outer_vars, outer_cons, read: Access, writes: list, keep: str)
         return r.is_subset(u)
     except (NotAffine, isl.Error):
         return False
+
+
+def equal_in_context(proc, vars_, cons, a, b) -> bool:
+    """Is ``a == b`` at every point of the context (asserts, loop bounds ``vars_``, guards
+    ``cons``)? Canonical forms first, then isl (exact for quasi-affine expressions)."""
+    from ..ir.types import bool_
+    from .normalize import same_form
+
+    if same_form(a, b):
+        return True
+    return prove(proc, vars_, cons, N.BinOp("==", a, b, bool_))
+
+
+def _align(a, b):
+    return a.align_params(b.get_space()), b.align_params(a.get_space())
+
+
+def writes_all(proc, outer_vars, outer_cons, writes, window, shape_of) -> bool:
+    """Does the union of the covering ``writes`` contain every element of ``window`` (a
+    ``WindowExpr`` of the written buffer)?"""
+    xs = [f"x__{d}" for d in range(len(window.idx))]
+    try:
+        cs = base_constraints(proc, outer_vars, outer_cons)
+        for x, a in zip(xs, window.idx):
+            if isinstance(a, N.Point):
+                cs.append(f"{x} = {to_isl_str(a.pt)}")
+            else:
+                cs.append(f"{to_isl_str(a.lo)} <= {x} < {to_isl_str(a.hi)}")
+        want = make_set(xs, cs)
+        got = None
+        for k, w in enumerate(writes):
+            if not w.covers or len(w.idx) != len(xs):
+                continue
+            rw = {v: f"{v}__w{k}" for v, _, _ in w.vars}
+            wc = base_constraints(proc, outer_vars, outer_cons)
+            wc += var_constraints(w.vars, w.cons, rw)
+            wc += [_elt(x, a, rw) for x, a in zip(xs, w.idx)]
+            s = make_set(xs + list(rw.values()), wc).project_out(isl.dim_type.set, len(xs),
+                                                                    len(rw))
+            got = s if got is None else got.union(s)
+        if got is None:
+            return False
+        a, b = _align(want, got)
+        return a.is_subset(b)
+    except (NotAffine, isl.Error):
+        return False
+
+
+@lru_cache(maxsize=None)
+def full_params(callee: N.Procedure) -> frozenset:
+    """Data parameters every element of which the callee's body assigns unconditionally
+    (loops over constant or size bounds, no guard): a call then writes its whole window."""
+    out = set()
+    for prm in callee.params:
+        if not prm.is_data:
+            continue
+        writes = []
+        _assigns(callee.body, prm.name, [], (), writes)
+        if not writes:
+            continue
+        shape = prm.type.shape
+        w = N.WindowExpr(prm.name, tuple(N.Interval(N.Const(0, e.type), e) for e in shape),
+                         prm.type.scalar)
+        if writes_all(callee, [], [], writes, w, None):
+            out.add(prm.name)
+    return frozenset(out)
+
+
+def _assigns(stmts, name, vs, path, out):
+    for k, s in enumerate(stmts):
+        p = path + (("body", k),)
+        if isinstance(s, N.Assign) and s.name == name:
+            out.append(Access(name, "W", tuple(("pt", i) for i in s.idx), list(vs), [], p,
+                                covers=True))
+        elif isinstance(s, N.For):
+            _assigns(s.body, name, vs + [(s.iter, s.lo, s.hi)], p, out)
+        elif isinstance(s, N.With):
+            _assigns(s.body, name, vs, p, out)

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from . import deps as D
@@ -18,7 +17,8 @@ from .buffers import _WindowUse, _replace_scope, _retype, _scope_after, _uses_in
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import add, block_of, cmp, conj, const, mul, node_at, simp, splice, sub
-from .normalize import equal_in_context
+from .deps import equal_in_context
+from .record import primitive
 
 
 def _data_alloc(proc, alloc, who):

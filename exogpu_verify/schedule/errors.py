@@ -49,7 +49,7 @@ class SchedulingError(Exception):
 
 def _marked(proc, paths) -> list[str]:
     """Print ``proc`` and mark the first line of each statement in ``paths``."""
-    from ..frontend.printer import print_proc
+    from ..ir.printer import print_proc
 
     lines = print_proc(proc).splitlines()
     # the printer emits the decorator, the def line, the asserts, then one header line per

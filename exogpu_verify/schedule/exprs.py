@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.types import ControlType, R, ScalarType, bool_, promote
 from . import deps as D
@@ -23,12 +22,13 @@ from .base import block_cursor, check_proc, expr_cursor, finish, parse_expr, stm
 from .cursors import fwd_splice, get_expr, set_expr
 from .errors import SchedulingError
 from .irtools import expr_walk, names_used, node_at, splice, walk
-from .normalize import equal_in_context
+from .deps import equal_in_context
+from .record import primitive
 
 
 def precision(proc, dest_name: str, e) -> ScalarType:
     """The computation precision of ``dest = e`` (semantics.compile.precision)."""
-    from .stage import tensor_scalar
+    from .bufinfo import tensor_scalar
 
     t = tensor_scalar(proc, dest_name)
     for x in expr_walk(e):

@@ -7,7 +7,7 @@ paths diverge (``body`` before ``orelse``). A read instance is *covered* when so
 instance of the same element precedes it inside the region (the same iteration of the loops
 named ``same``): it can only see a value made inside the region. Writes that cover are
 element writes (``x[i] = e``) and calls whose callee assigns every element of the window
-argument (``full_params``); reductions read what they update, so they never cover.
+argument (``deps.full_params``); reductions read what they update, so they never cover.
 
 These sets decide the rewrites that change a buffer's lifetime or where its first value
 comes from: ``lift_alloc``/``sink_alloc`` (a read not covered in its iteration must not see
@@ -17,8 +17,6 @@ needed only when some read of the window is not covered by the block's own write
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 import islpy as isl
 
@@ -64,10 +62,6 @@ def precedes(proc, w: D.Access, r: D.Access, rw: dict, rr: dict, start: int) -> 
     return "(" + " or ".join(f"({c})" for c in conds) + ")"
 
 
-def _align(a, b):
-    return a.align_params(b.get_space()), b.align_params(a.get_space())
-
-
 def _read_set(proc, outer_vars, outer_cons, r: D.Access, rr: dict):
     xs = [f"x__{d}" for d in range(len(r.idx))]
     dims = list(rr.values()) + xs
@@ -95,7 +89,7 @@ def uncovered(proc, outer_vars, outer_cons, r: D.Access, writes, start: int, sam
             wc.append(precedes(proc, w, r, rw, rr, start))
             cov = D.make_set(dims + list(rw.values()), wc).project_out(
                 isl.dim_type.set, len(dims), len(rw))
-            out, cov = _align(out, cov)
+            out, cov = D._align(out, cov)
             out = out.subtract(cov)
             if out.is_empty():
                 break
@@ -125,7 +119,7 @@ def carried(proc, outer_vars, outer_cons, it: str, reads, writes, start: int):
                 cs.append(f"{rw[it]} < {rr[it]}")
                 earlier = D.make_set(dims + list(rw.values()), cs).project_out(
                     isl.dim_type.set, len(dims), len(rw))
-                a, b = _align(u, earlier)
+                a, b = D._align(u, earlier)
                 hit = a.intersect(b)
             except (NotAffine, isl.Error):
                 return r, w, "some instances (not representable in isl)"
@@ -141,66 +135,3 @@ def all_covered(proc, outer_vars, outer_cons, reads, writes, start: int) -> bool
         if u is None or not u.is_empty():
             return False
     return True
-
-
-def writes_all(proc, outer_vars, outer_cons, writes, window, shape_of) -> bool:
-    """Does the union of the covering ``writes`` contain every element of ``window`` (a
-    ``WindowExpr`` of the written buffer)?"""
-    xs = [f"x__{d}" for d in range(len(window.idx))]
-    try:
-        cs = D.base_constraints(proc, outer_vars, outer_cons)
-        for x, a in zip(xs, window.idx):
-            if isinstance(a, N.Point):
-                cs.append(f"{x} = {D.to_isl_str(a.pt)}")
-            else:
-                cs.append(f"{D.to_isl_str(a.lo)} <= {x} < {D.to_isl_str(a.hi)}")
-        want = D.make_set(xs, cs)
-        got = None
-        for k, w in enumerate(writes):
-            if not w.covers or len(w.idx) != len(xs):
-                continue
-            rw = {v: f"{v}__w{k}" for v, _, _ in w.vars}
-            wc = D.base_constraints(proc, outer_vars, outer_cons)
-            wc += D.var_constraints(w.vars, w.cons, rw)
-            wc += [D._elt(x, a, rw) for x, a in zip(xs, w.idx)]
-            s = D.make_set(xs + list(rw.values()), wc).project_out(isl.dim_type.set, len(xs),
-                                                                    len(rw))
-            got = s if got is None else got.union(s)
-        if got is None:
-            return False
-        a, b = _align(want, got)
-        return a.is_subset(b)
-    except (NotAffine, isl.Error):
-        return False
-
-
-@lru_cache(maxsize=None)
-def full_params(callee: N.Procedure) -> frozenset:
-    """Data parameters every element of which the callee's body assigns unconditionally
-    (loops over constant or size bounds, no guard): a call then writes its whole window."""
-    out = set()
-    for prm in callee.params:
-        if not prm.is_data:
-            continue
-        writes = []
-        _assigns(callee.body, prm.name, [], (), writes)
-        if not writes:
-            continue
-        shape = prm.type.shape
-        w = N.WindowExpr(prm.name, tuple(N.Interval(N.Const(0, e.type), e) for e in shape),
-                         prm.type.scalar)
-        if writes_all(callee, [], [], writes, w, None):
-            out.add(prm.name)
-    return frozenset(out)
-
-
-def _assigns(stmts, name, vs, path, out):
-    for k, s in enumerate(stmts):
-        p = path + (("body", k),)
-        if isinstance(s, N.Assign) and s.name == name:
-            out.append(D.Access(name, "W", tuple(("pt", i) for i in s.idx), list(vs), [], p,
-                                covers=True))
-        elif isinstance(s, N.For):
-            _assigns(s.body, name, vs + [(s.iter, s.lo, s.hi)], p, out)
-        elif isinstance(s, N.With):
-            _assigns(s.body, name, vs, p, out)

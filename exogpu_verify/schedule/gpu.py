@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from .record import primitive
 from ..errors import ExoGpuError
 from ..ir import nodes as IR
 from ..ir.memories import BarrierMechanism
@@ -23,6 +22,7 @@ from .base import (_ExprReader, alloc_cursor, block_cursor, check_proc, finish, 
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import splice
+from .record import primitive
 
 ANNOTATION = "annotation: sequential meaning unchanged"
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.types import bool_
 from . import deps as D
@@ -22,6 +21,7 @@ from .base import block_cursor, check_proc, finish, parse_expr, stmt_cursor, whe
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import block_of, expr_walk, node_at, splice, walk
+from .record import primitive
 
 _SYNC = (N.Fence, N.Arrive, N.Await, N.Pass)
 

@@ -6,7 +6,6 @@ fresh buffer would read uninitialized data where the reused one has stale values
 
 from __future__ import annotations
 
-from .record import primitive
 from ..ir import nodes as N
 from . import deps as D
 from . import flow as F
@@ -14,6 +13,7 @@ from .base import alloc_cursor, check_proc, finish
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import block_of, names_used, node_at, rename_var, splice
+from .record import primitive
 
 
 @primitive

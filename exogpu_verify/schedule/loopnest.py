@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from . import deps as D
@@ -17,7 +16,8 @@ from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (cmp, const, div, mod, mul, names_used, rename_var, splice, sub,
                       subst_stmts, var)
-from .normalize import equal_in_context
+from .deps import equal_in_context
+from .record import primitive
 
 
 def _nested(proc, nested_loops):

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from . import deps as D
@@ -19,6 +18,7 @@ from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (add, all_names, block_of, bound_here, cmp, const, div, mod, mul,
                       names_used, node_at, rename_var, splice, sub, subst_stmts, var)
+from .record import primitive
 
 
 def _split_modes(proc, s, q, path):

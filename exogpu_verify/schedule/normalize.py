@@ -14,7 +14,7 @@ schedules produce:
 
 Every rule is an identity of floor division by positive constants, so ``build(linear(e))``
 always equals ``e``. Forms that the rules do not make equal are compared by
-``equal_in_context`` (isl decides them over the loop bounds), never by their text.
+``deps.equal_in_context`` (isl decides them over the loop bounds), never by their text.
 """
 
 from __future__ import annotations
@@ -194,19 +194,3 @@ def same_form(a, b) -> bool:
     """Do two integer expressions have the same canonical form (equal for all values)?"""
     fa, fb = linear(a), linear(b)
     return fa is not None and fb is not None and fa.key == fb.key
-
-
-def equal_in_context(proc, vars_, cons, a, b) -> bool:
-    """Is ``a == b`` at every point of the context (asserts, loop bounds ``vars_``, guards
-    ``cons``)? Canonical forms first, then isl (exact for quasi-affine expressions)."""
-    if same_form(a, b):
-        return True
-    from . import deps as D
-
-    return D.prove(proc, vars_, cons, N.BinOp("==", a, b, _bool()))
-
-
-def _bool():
-    from ..ir.types import bool_
-
-    return bool_

@@ -17,8 +17,6 @@ sha256 of the procedure it produced. From that chain:
 from __future__ import annotations
 
 import ast
-import difflib
-import hashlib
 import os
 import sys
 import textwrap
@@ -30,56 +28,14 @@ class ReplayError(Exception):
     """A schedule could not be replayed, or replayed to a different program."""
 
 
-def program_hash(p: N.Procedure, text: str | None = None) -> str:
-    """sha256 of the printed IR (the identity certificates are bound to)."""
-    if text is None:
-        from ..frontend.printer import print_proc
+from ..ir.derivation import derivation, program_hash, root  # noqa: F401  (re-exported)
+from ..ir.derivation import where as _where
+from . import (buffers, dims, exprs, gpu, guards, lifetime, loopnest, loops, stage,  # noqa
+               stmts, subprocs, windows)
+from .trace import _diff, step_diffs  # noqa: F401  (re-exported)
 
-        text = print_proc(p)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def root(p: N.Procedure) -> N.Procedure:
-    """``p1``: the procedure the chain of ``p`` starts from."""
-    if not p.provenance:
-        return p
-    fw = p.provenance[0].forward
-    return fw.src if fw is not None else p
-
-
-def chain(p: N.Procedure):
-    """``[(rewrite, input, output)]`` for every step of ``p``'s provenance."""
-    out = []
-    prov = p.provenance
-    for k, rw in enumerate(prov):
-        src = rw.forward.src if rw.forward is not None else None
-        nxt = prov[k + 1].forward.src if k + 1 < len(prov) and prov[k + 1].forward else \
-            (p if k + 1 == len(prov) else None)
-        out.append((rw, src, nxt))
-    return out
-
-
-def _where(p1: N.Procedure) -> str:
-    si = p1.srcinfo
-    if si is None or not si.line:
-        return "(no source location)"
-    f = si.file
-    try:
-        f = os.path.relpath(f)
-    except ValueError:
-        pass
-    return f"{f}:{si.line}"
-
-
-def derivation(p: N.Procedure) -> str | None:
-    """One line: where ``p`` comes from, or None for a procedure written directly."""
-    if not p.provenance:
-        return None
-    p1 = root(p)
-    k = len(p.provenance)
-    j = sum(1 for r in p.provenance if r.unsafe)
-    return (f"derived from {p1.name} ({_where(p1)}) by {k} checked step{'s' * (k != 1)} "
-            f"({j} unsafe)")
+_PRIMITIVE_MODULES = (buffers, dims, exprs, gpu, guards, lifetime, loopnest, loops, stage,
+                      stmts, subprocs, windows)
 
 
 def provenance_record(p: N.Procedure) -> dict | None:
@@ -107,14 +63,14 @@ def provenance_record(p: N.Procedure) -> dict | None:
 def namespace_of(p1: N.Procedure) -> dict:
     """Names a recorded argument may use: the language, the platform libraries, the
     schedule module and the globals of the module that defined ``p1``."""
-    import exogpu_verify
-    from exogpu_verify import schedule as S
+    from ..frontend.namespace import language_namespace
 
-    ns: dict = {k: getattr(exogpu_verify, k) for k in exogpu_verify.__all__}
+    ns: dict = language_namespace()
     for mod in ("cuda", "sm80", "sm90"):
         m = __import__(f"exogpu_verify.platforms.{mod}", fromlist=["*"])
         ns.update({k: v for k, v in vars(m).items() if not k.startswith("_")})
-    ns.update({k: getattr(S, k) for k in S.__all__})
+    for m in _PRIMITIVE_MODULES:
+        ns.update({k: getattr(m, k) for k in getattr(m, "__all__", ())})
     if isinstance(p1.module, dict):
         ns.update(p1.module)
     return ns
@@ -153,17 +109,24 @@ def reparse_source(p1: N.Procedure) -> N.Procedure:
 
 def _apply(p, call, namespace, live: bool):
     from . import record as R
-    import exogpu_verify.schedule as S
 
     if call is None or call.args is None:
         raise ReplayError("the step was not recorded as a call of a public primitive")
-    fn = getattr(S, call.name, None)
+    fn = _primitive(call.name)
     if fn is None:
         raise ReplayError(f"unknown primitive {call.name!r}")
     args = [R.resolve(a, p, namespace, live) for a in call.args]
     kwargs = {k: R.resolve(v, p, namespace, live) for k, v in call.kwargs}
     out = fn(p, *args, **kwargs)
     return out[0] if isinstance(out, tuple) else out
+
+
+def _primitive(name):
+    for m in _PRIMITIVE_MODULES:
+        fn = getattr(m, name, None)
+        if fn is not None and hasattr(fn, "__wrapped_primitive__"):
+            return fn
+    return None
 
 
 def replay(p: N.Procedure, from_source: bool = False, trace: bool = False) -> N.Procedure:
@@ -226,32 +189,3 @@ def _replay_steps(cur, steps, ns, live, trace, want):
     if want is not None and program_hash(cur) != want:
         raise ReplayError("the replayed schedule does not end at the recorded program")
     return cur
-
-
-# ---------------------------------------------------------------- diffs and logging
-
-
-def _diff(k, rw, before, after) -> str:
-    a, b = str(before).splitlines(True), str(after).splitlines(True)
-    flag = "UNSAFE " if rw.unsafe else ""
-    head = f"## step {k}: {flag}{rw.name}({rw.args})\n##   checked: {rw.checked}\n"
-    return head + "".join(difflib.unified_diff(a, b, "before", "after", n=1))
-
-
-def step_diffs(p: N.Procedure) -> list[str]:
-    """The IR change of every step of ``p``'s chain, as unified diffs with a header."""
-    out = []
-    for k, (rw, src, dst) in enumerate(chain(p), 1):
-        if src is None or dst is None:
-            out.append(f"## step {k}: {rw.name}({rw.args}) (intermediate not kept)\n")
-            continue
-        out.append(_diff(k, rw, src, dst))
-    return out
-
-
-def log_step(old: N.Procedure, new: N.Procedure) -> None:
-    """With ``EXOGPU_LOG=schedule`` (a comma-separated list), print each step's diff to
-    stderr as it happens."""
-    if "schedule" not in (os.environ.get("EXOGPU_LOG") or "").split(","):
-        return
-    print(_diff(len(new.provenance), new.provenance[-1], old, new), file=sys.stderr)

@@ -111,7 +111,7 @@ def source_text(a) -> str:
     if isinstance(a, N.CudaTasks):
         return "CudaTasks()"
     if isinstance(a, (N.WindowExpr, N.BarrierRef, N.Read, N.BinOp, N.UnOp, N.Const)):
-        from ..frontend.printer import expr_str
+        from ..ir.printer import expr_str
 
         return expr_str(a)
     return str(a)

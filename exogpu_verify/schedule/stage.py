@@ -14,19 +14,20 @@ the value-flow sets of ``flow``.
 
 from __future__ import annotations
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
 from ..ir.memories import CudaRmem, DRAM
 from . import deps as D
 from . import flow as F
 from .base import block_cursor, check_proc, finish, parse_expr, where_of
+from .bufinfo import tensor_scalar, tensor_shape
 from .buffers import _in_cuda_path, map_buffer
 from .cursors import fwd_splice
 from .errors import SchedulingError
-from .irtools import add, all_names, cmp, conj, const, names_used, splice, sub, var, walk, \
-    window_composers
+from .irtools import (add, all_names, cmp, conj, const, names_used, splice, sub, var,
+                      window_composers)
+from .record import primitive
 
 
 def to_base(w: N.WindowExpr, aliases: dict) -> N.WindowExpr:
@@ -62,31 +63,6 @@ def _base(n, aliases):
         seen.add(n)
         n = aliases[n].name
     return n
-
-
-def tensor_shape(proc, name):
-    prm = proc.param(name)
-    if prm is not None and prm.is_data:
-        return prm.type.shape
-    for s in walk(proc.body):
-        if isinstance(s, N.Alloc) and s.name == name:
-            return s.type.shape
-    raise SchedulingError(f"'{name}' is not a tensor, a window of one, or an allocation of "
-                          f"{proc.name}", proc)
-
-
-def tensor_scalar(proc, name):
-    """The scalar type of a tensor, allocation or window statement (resolved to its base)."""
-    prm = proc.param(name)
-    if prm is not None and prm.is_data:
-        return prm.type.scalar
-    for s in walk(proc.body):
-        if isinstance(s, N.Alloc) and s.name == name:
-            return s.type.scalar
-        if isinstance(s, N.WindowStmt) and s.name == name:
-            return tensor_scalar(proc, s.rhs.name)
-    raise SchedulingError(f"'{name}' is not a tensor, a window of one, or an allocation of "
-                          f"{proc.name}", proc)
 
 
 @primitive
@@ -181,7 +157,7 @@ def stage_mem(proc, block_cursor_, win_expr, new_buf_name: str, accum: bool = Fa
         reads = [x for x in mine if x.kind in ("R", "RED")]
         start = len(b._parent)
         no_load = bool(writes) and F.all_covered(proc, vs, cs, reads, writes, start) and \
-            F.writes_all(proc, vs, cs, writes, wb, None)
+            D.writes_all(proc, vs, cs, writes, wb, None)
         if kinds and not no_load:
             pre.append(copy_nest(lambda s_, d_: N.Assign(new_buf_name, d_,
                                                          N.Read(src, s_, scalar))))

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.memories import CudaRmem, DRAM
 from ..ir.types import R, ScalarType, promote
@@ -16,6 +15,7 @@ from .cursors import fwd_splice, set_expr
 from .errors import SchedulingError
 from .irtools import (block_of, bound_here, expr_walk, map_exprs, names_used, node_at, simp,
                       splice, walk_paths)
+from .record import primitive
 
 
 @primitive

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace as _dc_replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from . import deps as D
 from .base import block_cursor, check_proc, finish, stmt_cursor
@@ -15,6 +14,7 @@ from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (all_names, expr_walk, rename_var, splice, subst, subst_stmts, walk,
                       window_composers)
+from .record import primitive
 
 # ---------------------------------------------------------------- inline
 
@@ -159,7 +159,7 @@ def replace(proc, block_cursor_, subproc, quiet: bool = True, barrier=None):
         if not D.prove(proc, vs, cs, subst(pred, env)):
             raise SchedulingError(f"replace: cannot prove {subproc.name}'s precondition "
                                   f"{expr_str(subst(pred, env))} at the call", proc, b.paths())
-    from .stage import tensor_scalar
+    from .bufinfo import tensor_scalar
 
     for prm, a in zip(subproc.params, args):
         if prm.is_data and tensor_scalar(proc, a.name) != prm.type.scalar:

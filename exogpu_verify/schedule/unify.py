@@ -5,18 +5,19 @@ statements; control parameters are bound to caller expressions and each data par
 a window of a caller buffer (a tensor, an allocation, or a window statement such as a
 tensor map). Index expressions are compared as values, not text: two control expressions
 unify when they have the same canonical quasi-affine form or isl proves them equal over the
-caller's loop bounds and guards (``normalize.equal_in_context``), so ``m % 16 % 8`` meets
+caller's loop bounds and guards (``deps.equal_in_context``), so ``m % 16 % 8`` meets
 ``m % 8`` and ``4 * (l / 4) + l % 4`` meets ``l``. A window offset must be independent of
 the matched loops: the offset at the loops' first iteration, proved equal everywhere.
 """
 
 from __future__ import annotations
 
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.types import ControlType
 from .irtools import add, expr_walk, simp, sub, subst
-from .normalize import equal_in_context, same_form
+from .deps import equal_in_context
+from .normalize import same_form
 
 
 class NoMatch(Exception):

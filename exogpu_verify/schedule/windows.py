@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .record import primitive
-from ..frontend.printer import expr_str
+from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.memories import Memory
 from .base import check_proc, finish, gap_cursor, parse_expr
 from .cursors import ArgCursor, fwd_splice
 from .errors import SchedulingError
 from .irtools import splice
+from .record import primitive
 
 
 @primitive

@@ -22,7 +22,7 @@ FORMAT = "exogpu-certificate/1"
 
 
 def program_hash(p) -> str:
-    from ..frontend.printer import print_proc
+    from ..ir.printer import print_proc
 
     return hashlib.sha256(print_proc(p).encode()).hexdigest()
 

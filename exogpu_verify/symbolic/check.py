@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from ..amir import lower_to_amir
+from ..amir.convert import lower_to_amir
 from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation

@@ -146,7 +146,7 @@ def collect_events(am: A.AmProc, info) -> Program:
                 try:
                     cond_to_isl_str(s.cond)
                 except NotAffine as na:
-                    from ..frontend.printer import expr_str
+                    from ..ir.printer import expr_str
 
                     why = na.reason
                     if _bool_reads(s.cond):

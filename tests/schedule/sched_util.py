@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from exogpu_verify import interpret
-from exogpu_verify.frontend import parse_proc_source
+from exogpu_verify import parse_proc_source
 from exogpu_verify.ir import nodes as N
 from exogpu_verify.ir.affine import const_value
 from exogpu_verify.schedule.irtools import subst

@@ -70,7 +70,7 @@ _MOD = re.compile(r"^\s*(\w+)\s*%\s*(\d+)\s*==\s*0\s*$")
 
 
 def _moduli(p: Procedure) -> dict:
-    from exogpu_verify.frontend.printer import expr_str
+    from exogpu_verify.ir.printer import expr_str
 
     mods = {}
     for pred in p.preds:

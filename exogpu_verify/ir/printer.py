@@ -7,8 +7,13 @@ precedence and keep the tree's shape, so printing then parsing is the identity o
 
 from __future__ import annotations
 
-from ..ir import nodes as N
-from ..ir.affine import const_value
+from dataclasses import fields, is_dataclass
+
+from . import nodes as N
+from .affine import const_value, extent
+from .memories import BarrierMechanism, Memory
+from .timelines import InstrTL
+from .units import CollUnit
 
 _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
          "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
@@ -94,8 +99,6 @@ def _ttype(t: N.TensorType) -> str:
 
 
 def _window_shape(w: N.WindowExpr):
-    from .sync import extent
-
     out = []
     for a in w.idx:
         if isinstance(a, N.Interval):
@@ -237,14 +240,36 @@ def callees(p: N.Procedure) -> dict:
     return out
 
 
+_NAMED = (Memory, BarrierMechanism, CollUnit, InstrTL)
+
+
 def roundtrip_env(p: N.Procedure) -> dict:
-    """An environment in which ``print_proc(p)`` parses back to ``p``."""
+    """An environment in which ``print_proc(p)`` parses back to ``p``.
+
+    The printed text names the procedures and instructions ``p`` calls and the memories,
+    barrier mechanisms, units and timelines it uses (some defined by the platform libraries,
+    not by the language): all of them are collected from the IR itself.
+    """
     env: dict = {}
-    for mod in ("cuda", "sm80", "sm90"):
-        try:
-            m = __import__(f"exogpu_verify.platforms.{mod}", fromlist=["*"])
-        except ImportError:
-            continue
-        env.update({k: v for k, v in vars(m).items() if not k.startswith("_")})
+    seen: set[int] = set()
+
+    def visit(x):
+        if id(x) in seen or x is None or isinstance(x, (str, int, float, bool)):
+            return
+        seen.add(id(x))
+        if isinstance(x, _NAMED):
+            name = str(x)
+            if name.isidentifier():
+                env.setdefault(name, x)
+            return
+        if isinstance(x, (tuple, list)):
+            for y in x:
+                visit(y)
+        elif is_dataclass(x) and not isinstance(x, type):
+            for f in fields(x):
+                if f.name not in ("srcinfo", "module", "provenance", "tools"):
+                    visit(getattr(x, f.name))
+
+    visit(p)
     env.update(callees(p))
     return env

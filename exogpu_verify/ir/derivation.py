@@ -1,0 +1,55 @@
+"""Where a scheduled procedure comes from, read off its provenance (``Rewrite`` records).
+
+``root(p)`` is ``p1``, the procedure the chain of rewrites started from; ``derivation(p)``
+the one line reports and generated files carry: "derived from p1 (file:line) by k checked
+steps (j unsafe)". The records are made by ``exogpu_verify.schedule``; this module only
+reads them, so every layer (reports, the codegen gate) can say it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from . import nodes as N
+
+
+def program_hash(p: N.Procedure, text: str | None = None) -> str:
+    """sha256 of the printed IR (the identity certificates are bound to)."""
+    if text is None:
+        from .printer import print_proc
+
+        text = print_proc(p)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def root(p: N.Procedure) -> N.Procedure:
+    """``p1``: the procedure the chain of ``p`` starts from (``p`` itself if none)."""
+    if not p.provenance:
+        return p
+    fw = p.provenance[0].forward
+    src = getattr(fw, "src", None)
+    return src if isinstance(src, N.Procedure) else p
+
+
+def where(p1: N.Procedure) -> str:
+    si = p1.srcinfo
+    if si is None or not si.line:
+        return "(no source location)"
+    f = si.file
+    try:
+        f = os.path.relpath(f)
+    except ValueError:
+        pass
+    return f"{f}:{si.line}"
+
+
+def derivation(p: N.Procedure) -> str | None:
+    """One line: where ``p`` comes from, or None for a procedure written directly."""
+    if not p.provenance:
+        return None
+    p1 = root(p)
+    k = len(p.provenance)
+    j = sum(1 for r in p.provenance if r.unsafe)
+    return (f"derived from {p1.name} ({where(p1)}) by {k} checked step{'s' * (k != 1)} "
+            f"({j} unsafe)")
