@@ -1,8 +1,9 @@
 """Schedule a naive matmul into the warp-specialized Hopper GEMM with checked rewrites.
 
-Run: ``python examples/scheduling/gemm_schedule.py`` (prints each step as an IR diff, checks
-every step against the spec with the sequential interpreter, prints the provenance and
-verifies the kernel for all sizes). ``--full`` prints the whole procedure after each step.
+Run: ``python examples/scheduling/gemm_schedule.py`` (prints each step as an IR diff, the
+provenance, checks every step against the spec with the sequential interpreter and proves
+the kernel for all sizes); ``--full`` prints the whole procedure after each step instead,
+``--markdown`` only the walk-through of README.md.
 
 The spec is ``C = A @ B.T`` written the naive way (``C[i, j] = 0; C[i, j] += A[i, k] *
 B[j, k]``), bf16 inputs, f32 accumulation. The kernel (the cooperative BF16 GEMM of
@@ -33,8 +34,7 @@ TM, TN, TK, RING = 128, 256, 64, 4  # CTA tile, K step, ring depth
 
 
 @proc
-def gemm(M: size, N: size, K: size, A: bf16[M, K] @ CudaGmemLinear,
-         B: bf16[N, K] @ CudaGmemLinear, C: f32[M, N] @ CudaGmemLinear):
+def gemm(M: size, N: size, K: size, A: bf16[M, K], B: bf16[N, K], C: f32[M, N]):
     assert M % 128 == 0
     assert N % 256 == 0
     assert K % 64 == 0
@@ -85,8 +85,26 @@ def fragment_loops(p, rows, cols, names):
 # ---------------------------------------------------------------- the schedule
 
 
-def schedule(show=None):
-    """Return the list of (step description, proc) from the spec to the kernel."""
+#: injected bugs: one synchronization step left out or weakened -> verify refutes the kernel
+BUGS = {
+    "raw_await_first_only": "consumers wait for raw[ko] only in the first K step (later "
+                            "stages may not have landed when the wgmmas read them)",
+    "no_proxy_fence": "the epilogue Fence orders cuda_in_order only (no fence.proxy.async "
+                      "before the TMA store reads C_smem)",
+    "no_final_fence": "no Fence after the epilogue (C_smem is freed while TMA may read it)",
+}
+
+
+def span(first, last):
+    """The block of statements from cursor ``first`` to cursor ``last`` (same block)."""
+    return first.as_block().expand(0, last.path()[-1][1] - first.path()[-1][1])
+
+
+def schedule(show=None, bug: str | None = None):
+    """Return the list of (step description, proc) from the spec to the kernel (with one
+    of ``BUGS`` injected when ``bug`` is given)."""
+    if bug is not None and bug not in BUGS:
+        raise ValueError(f"unknown bug {bug!r}; choose from {', '.join(BUGS)}")
     steps = []
 
     def step(desc, p):
@@ -108,10 +126,14 @@ def schedule(show=None):
              "(each C element keeps its k order)",
              reorder_loops(p, p.find_loop("ko").parent()))
 
-    # --- a kernel: one CTA task per tile
-    p = step("a kernel with a producer warpgroup and two consumer warpgroups; one task per "
-             "tile", wrap_with_context(p, "for m in _: _", CudaDeviceFunction(
-                 warp_config=WARPS), tasks=2))
+    # --- a kernel: one CTA task per tile, on device tensors
+    for t in ("A", "B", "C"):
+        p = set_memory(p, t, CudaGmemLinear)
+    p = step("a kernel on device tensors with a producer warpgroup and two consumer "
+             "warpgroups; one task per tile", wrap_with_context(p, "for m in _: _",
+                                                                CudaDeviceFunction(
+                                                                    warp_config=WARPS),
+                                                                tasks=2))
 
     # --- the accumulator in registers, in the wgmma fragment layout
     tile = p.find_loop("ii")  # the zero-fill nest, then the K loop
@@ -189,12 +211,13 @@ def schedule(show=None):
     p = step("epilogue: each consumer thread stores its accumulator fragment to swizzled "
              "shared memory; one producer warp TMA-stores 8 blocks of 128 x 32",
              wrap_with_context(p, p.find_loop("we"), CudaWarps(name="consumer")))
-    p = step("synchronization of the main loop", main_loop_sync(p))
-    p = step("synchronization of the epilogue", epilogue_sync(p))
+    p = main_loop_sync(p, step, bug)
+    p = step("epilogue synchronization: fence.proxy.async before the TMA stores read C_smem, "
+             "a bulk commit group waited before C_smem is freed", epilogue_sync(p, bug))
     return steps[:-1] + [(steps[-1][0], rename(p, "gemm_tma_wgmma"))]
 
 
-def main_loop_sync(p):
+def main_loop_sync(p, step, bug=None):
     """The ring protocol: the producer waits for a free slot (``war``, pre-arrived 4 times)
     and signals full ones (``raw``, completed by the TMA bytes and one arrive); consumers
     wait for full slots, fence their registers before the wgmmas, commit them to a commit
@@ -210,22 +233,28 @@ def main_loop_sync(p):
     p = insert_arrive(p, prod.body()[-1].after(), cuda_temporal, "raw[ko]")
     arrive = p.forward(prod).body()[-1]
     p = add_loop(p, arrive, "pt", 1)
-    p = set_loop_mode(p, "pt", CudaThreads(unit=cuda_thread))
+    p = step("producer synchronization: wait for a free slot (war, pre-arrived 4 times); one "
+             "thread arrives on raw[ko] after the copies",
+             set_loop_mode(p, "pt", CudaThreads(unit=cuda_thread)))
     # consumers: wait for the slot, fence, compute, commit, keep one group in flight
     wg = p.find_loop("wg")
     p = insert_await(p, wg.body()[0].before(), "raw[ko]", cuda_generic_and_async_proxy, 0)
+    if bug == "raw_await_first_only":
+        p = add_if(p, p.find_loop("wg").body()[0], "ko < 1")
     kk = p.find_loop("kk")
     p = insert_fence(p, kk.before(), wgmma_fence_1, wgmma_fence_2)
     p = insert_arrive(p, p.forward(kk).after(), wgmma_async, "cg[wg]")
     commit = p.forward(kk).next()
     p = insert_await(p, commit.after(), "cg[wg]", cuda_in_order, 1)
-    p = add_if(p, p.forward(commit).next(), "ko >= 1")
+    p = step("consumer synchronization: wait for raw[ko], wgmma.fence, commit the wgmmas, keep "
+             "one group in flight", add_if(p, p.forward(commit).next(), "ko >= 1"))
     # ... and release the slot of step ko - 1 (ring index ko - 1 + 4)
     wg = p.find_loop("wg")
     p = insert_arrive(p, wg.after(), cuda_in_order, "war[ko + 3]")
     rel = p.forward(wg).next()
     p = wrap_with_context(p, rel, CudaWarps(0, 8))
-    p = add_if(p, p.forward(wg).next(), "ko >= 1")
+    p = step("consumers release the slot of step ko - 1 (war[ko + 3])",
+             add_if(p, p.forward(wg).next(), "ko >= 1"))
     # after the loop: wait for all groups, release the last slot, end the main loop's SMEM
     ko = p.find_loop("ko")
     p = insert_pass(p, ko.after())
@@ -239,33 +268,32 @@ def main_loop_sync(p):
     p = wrap_with_context(p, p.find_loop("wf").expand(0, 1), CudaWarps(name="consumer"))
     tail = p.find_loop("wf").parent()
     p = insert_fence(p, tail.after(), cuda_in_order, cuda_in_order)
-    first = p.find("raw : _")
-    last_ = p.forward(tail).next()
-    block = first.as_block().expand(0, last_.path()[-1][1] - first.path()[-1][1])
-    return add_loop(p, block, "main_loop", 1)
+    return step("after the K loop: wait for all wgmmas, release the last slot, fence; the "
+                "main loop's shared memory is a scope of its own (the epilogue reuses it)",
+                add_loop(p, span(p.find("raw : _"), p.forward(tail).next()), "main_loop", 1))
 
 
-def epilogue_sync(p):
+def epilogue_sync(p, bug=None):
     """Consumers' generic stores to C_smem reach the async proxy (fence.proxy.async) before
     the producer warp's TMA stores read it; the TMA stores complete (bulk commit group)
     before the shared memory is freed."""
     st = p.find_loop("we").parent()
-    p = insert_fence(p, st.after(), cuda_in_order, cuda_generic_and_async_proxy)
-    jb = p.find_loop("jb")
+    l2 = cuda_in_order if bug == "no_proxy_fence" else cuda_generic_and_async_proxy
+    p = insert_fence(p, st.after(), cuda_in_order, l2)
     p = insert_barrier_alloc(p, p.find("C_smem : _").after(), "tcg", [], Sm90_TmaCommitGroup)
     jb = p.find_loop("jb")
     p = insert_arrive(p, jb.after(), tma_to_gmem_async, "tcg")
     p = insert_await(p, p.forward(jb).next().after(), "tcg", cuda_in_order, 0)
     prod = p.find_loop("jb").parent()
-    p = insert_fence(p, prod.after(), cuda_in_order, cuda_in_order)
-    first = p.find("C_smem : _")
-    last_ = p.forward(prod).next()
-    block = first.as_block().expand(0, last_.path()[-1][1] - first.path()[-1][1])
-    return add_loop(p, block, "epilogue", 1)
+    last = prod
+    if bug != "no_final_fence":
+        p = insert_fence(p, prod.after(), cuda_in_order, cuda_in_order)
+        last = p.forward(prod).next()
+    return add_loop(p, span(p.find("C_smem : _"), p.forward(last)), "epilogue", 1)
 
 
 #: the scheduled kernel, so `exogpu-verify examples/scheduling/` proves it and `exogpu-codegen`
-#: generates it; the spec `gemm` above is not a kernel (it runs on the CPU).
+#: generates it (the spec `gemm` runs on the host: nothing to synchronize, proven trivially).
 gemm_tma_wgmma = schedule()[-1][1]
 
 
@@ -286,29 +314,23 @@ def check_equal(p0, p1, sizes=(("M", 128), ("N", 256), ("K", 128)), seed=0):
 
 
 def main(argv=None) -> int:
-    import difflib
-
     argv = sys.argv[1:] if argv is None else argv
-    full = "--full" in argv
-    prev = {"text": None}
-
-    def show(desc, p):
-        text = str(p)
-        print(f"## {desc}\n")
-        if full or prev["text"] is None:
-            print(text)
-        else:
-            print("".join(difflib.unified_diff(prev["text"].splitlines(True),
-                                               text.splitlines(True), "before", "after",
-                                               n=1)))
-        prev["text"] = text
-
-    steps = schedule(show)
+    steps = schedule()
+    if "--markdown" in argv:
+        print(walkthrough(steps), end="")
+        return 0
+    if "--full" in argv:
+        for desc, p in steps:
+            print(f"## {desc}\n\n{p}")
+    else:
+        print(walkthrough(steps))
     final = steps[-1][1]
-    ok = all(check_equal(gemm, p) for _, p in steps)
     print(provenance_report(final))
+    ok = all(check_equal(gemm, p) for _, p in steps)
     print(f"\nsequential interpreter: every step bitwise equal to the spec: {ok}")
-    return 0 if ok else 1
+    r = verify(final)
+    print(f"verify: {r.summary()}")
+    return 0 if ok and r.verdict == "proven" else 1
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from .subprocs import call_eqv, extract_subproc, inline, replace  # noqa: F401
 from .windows import insert_window, set_window  # noqa: F401
 from .provenance import (ReplayError, derivation, program_hash, provenance_record,  # noqa
                          replay, replay_record)
-from .trace import step_diffs  # noqa: F401
+from .trace import step_diffs, walkthrough  # noqa: F401
 
 
 def provenance_report(p) -> str:
@@ -73,7 +73,7 @@ PRIMITIVES = (
 
 __all__ = list(PRIMITIVES) + [
     "ReplayError", "derivation", "program_hash", "provenance_record", "replay",
-    "replay_record", "step_diffs",
+    "replay_record", "step_diffs", "walkthrough",
     "Seq", "CudaTasks", "CudaThreads", "SchedulingError", "forward", "find", "find_all",
     "find_loop", "find_alloc_or_arg", "provenance_report", "Cursor", "StmtCursor",
     "BlockCursor", "GapCursor", "ExprCursor", "ArgCursor", "InvalidCursor",

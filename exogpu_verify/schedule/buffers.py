@@ -342,9 +342,23 @@ def rearrange_dim(proc, alloc_cursor_, permute_vector):
 
 @primitive
 def set_memory(proc, alloc_cursor_, memory):
-    """Place an allocation in another memory (an annotation: sequential meaning unchanged;
-    the result must still respect scope and argument-memory rules)."""
+    """Place an allocation, or a data parameter (its name or argument cursor), in another
+    memory (an annotation: sequential meaning unchanged; the result must still respect scope
+    and argument-memory rules, and callers pass arrays in the new memory)."""
     check_proc(proc)
+    from .cursors import ArgCursor
+
+    arg = alloc_cursor_.name() if isinstance(alloc_cursor_, ArgCursor) else alloc_cursor_
+    if isinstance(arg, str) and proc.param(arg.strip()) is not None:
+        prm = proc.param(arg.strip())
+        if not isinstance(memory, Memory):
+            raise SchedulingError(f"set_memory: {memory!r} is not a memory", proc)
+        if not prm.is_data:
+            raise SchedulingError(f"set_memory: '{prm.name}' is a control parameter", proc)
+        params = tuple(replace(q, mem=memory) if q.name == prm.name else q
+                       for q in proc.params)
+        return finish(proc, replace(proc, params=params), "set_memory", [prm.name, memory],
+                      "annotation: sequential meaning unchanged (the parameter's placement)")
     c = alloc_cursor(proc, alloc_cursor_)
     if not isinstance(memory, Memory):
         raise SchedulingError(f"set_memory: {memory!r} is not a memory", proc, [c.path()])

@@ -1,6 +1,6 @@
 """The IR after each scheduling step, as unified diffs: ``step_diffs(p)`` for a finished
-chain, and ``EXOGPU_LOG=schedule`` (a comma-separated list of topics) to print each step to
-stderr as it happens."""
+chain, ``walkthrough(steps)`` as markdown for documentation, and ``EXOGPU_LOG=schedule`` (a
+comma-separated list of topics) to print each step to stderr as it happens."""
 
 from __future__ import annotations
 
@@ -47,3 +47,25 @@ def log_step(old: N.Procedure, new: N.Procedure) -> None:
     if "schedule" not in (os.environ.get("EXOGPU_LOG") or "").split(","):
         return
     print(_diff(len(new.provenance), new.provenance[-1], old, new), file=sys.stderr)
+
+
+def walkthrough(steps) -> str:
+    """Markdown for a schedule given as ``[(description, proc), ...]`` (the spec first): each
+    step's title, the primitives it applied (from the provenance) and its IR diff."""
+    out, prev, done = [], None, 0
+    for k, (desc, p) in enumerate(steps):
+        text = str(p)
+        out.append(f"### Step {k}: {desc}\n")
+        calls = p.provenance[done:]
+        done = len(p.provenance)
+        if calls:
+            out.append("\n".join(f"{'UNSAFE ' if r.unsafe else ''}`{r.name}({r.args})`  "
+                                  for r in calls) + "\n")
+        if prev is None:
+            out.append("```python\n" + text + "```\n")
+        else:
+            diff = "".join(difflib.unified_diff(prev.splitlines(True), text.splitlines(True),
+                                                "before", "after", n=1))
+            out.append("```diff\n" + diff + "```\n")
+        prev = text
+    return "\n".join(out)
