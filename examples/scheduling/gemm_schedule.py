@@ -24,13 +24,40 @@ import sys
 
 import numpy as np
 
+from typing import NamedTuple
+
 from exogpu_verify import *  # noqa: F401,F403
 from exogpu_verify.platforms.sm90 import *  # noqa: F401,F403
 from exogpu_verify.schedule import *  # noqa: F401,F403
 
 VERIFY_SIZES = {"M": 128, "N": 256, "K": 128}
 
-TM, TN, TK, RING = 128, 256, 64, 4  # CTA tile, K step, ring depth
+
+class Shape(NamedTuple):
+    """A kernel of the family: input type ``"bf16"`` or ``"tf32"`` (f32 data on tf32 tensor
+    cores), CTA tile ``128 x tile_n``, ``stages`` SMEM slots in the ring."""
+
+    dtype: str = "bf16"
+    tile_n: int = 256
+    stages: int = 4
+
+    @property
+    def T(self):
+        return bf16 if self.dtype == "bf16" else f32
+
+    @property
+    def kb(self) -> int:  # K step: one 128-byte swizzle row of A and B
+        return 128 // self.T.nbytes
+
+    @property
+    def name(self) -> str:
+        return f"gemm_{self.dtype}_128x{self.tile_n}_s{self.stages}"
+
+
+DEFAULT = Shape()
+#: the shapes of the cooperative variants of the GEMM library (specs/gemm.py) this schedule
+#: reaches with one tile per task and the producer-side TMA-store epilogue
+SHAPES = (DEFAULT, Shape("bf16", 128, 5), Shape("tf32", 256, 3), Shape("tf32", 128, 4))
 
 
 @proc
@@ -49,17 +76,36 @@ WARPS = [CudaWarpConfig("producer", 4, setmaxnreg_dec=40),
          CudaWarpConfig("consumer", 8, setmaxnreg_inc=232)]
 
 
+def spec(shape: Shape):
+    """The naive spec of ``shape`` (``gemm`` itself for the default shape)."""
+    if shape == DEFAULT:
+        return globals()["gemm"]
+    T, TN, KB = shape.T, shape.tile_n, shape.kb
+
+    @proc
+    def gemm(M: size, N: size, K: size, A: T[M, K], B: T[N, K], C: f32[M, N]):
+        assert M % 128 == 0
+        assert N % TN == 0
+        assert K % KB == 0
+        for i in seq(0, M):
+            for j in seq(0, N):
+                C[i, j] = 0.0
+                for k in seq(0, K):
+                    C[i, j] += A[i, k] * B[j, k]
+    return gemm
+
+
 # ---------------------------------------------------------------- reusable steps
 
 
-def fragment_layout(p, acc, wg_dim=True):
-    """An accumulator ``acc: f32[128, 256]`` indexed ``[row, col]`` becomes the wgmma
+def fragment_layout(p, acc):
+    """An accumulator ``acc: f32[128, N]`` indexed ``[row, col]`` becomes the wgmma
     fragment layout ``[wg, warp, lane, col / 8, row % 16 / 8, col % 2]`` with ``row = 64 wg +
     16 warp + 8 h + lane / 4`` and ``col = 8 nb + 2 (lane % 4) + j`` (PTX ISA wgmma D
     fragments): a relabeling of its elements."""
-    p = divide_dim(p, acc, 0, 64)         # [wg, 64, 256]
-    p = divide_dim(p, acc, 1, 16)         # [wg, warp, 16, 256]
-    p = divide_dim(p, acc, 2, 8)          # [wg, warp, h, g, 256]
+    p = divide_dim(p, acc, 0, 64)         # [wg, 64, N]
+    p = divide_dim(p, acc, 1, 16)         # [wg, warp, 16, N]
+    p = divide_dim(p, acc, 2, 8)          # [wg, warp, h, g, N]
     p = divide_dim(p, acc, 4, 8)          # [wg, warp, h, g, nb, 8]
     p = divide_dim(p, acc, 5, 2)          # [wg, warp, h, g, nb, t, j]
     p = rearrange_dim(p, acc, [0, 1, 3, 5, 4, 2, 6])  # [wg, warp, g, t, nb, h, j]
@@ -68,7 +114,7 @@ def fragment_layout(p, acc, wg_dim=True):
 
 
 def fragment_loops(p, rows, cols, names):
-    """A ``rows x cols`` (128 x 256) nest becomes loops ``wg, warp, lane, nb, h, j`` over
+    """A ``rows x cols`` (128 x N) nest becomes loops ``wg, warp, lane, nb, h, j`` over
     the fragment layout (the inverse map of ``fragment_layout``)."""
     wg, w, lane, nb, h, j = names
     p = divide_loop(p, rows, 64, [wg, f"{wg}_r"], perfect=True)
@@ -100,11 +146,13 @@ def span(first, last):
     return first.as_block().expand(0, last.path()[-1][1] - first.path()[-1][1])
 
 
-def schedule(show=None, bug: str | None = None):
-    """Return the list of (step description, proc) from the spec to the kernel (with one
-    of ``BUGS`` injected when ``bug`` is given)."""
+def schedule(shape: Shape = DEFAULT, show=None, bug: str | None = None):
+    """Return the list of (step description, proc) from the spec of ``shape`` to its kernel
+    (with one of ``BUGS`` injected when ``bug`` is given)."""
     if bug is not None and bug not in BUGS:
         raise ValueError(f"unknown bug {bug!r}; choose from {', '.join(BUGS)}")
+    T, TM, TN, TK, RING = shape.T, 128, shape.tile_n, shape.kb, shape.stages
+    KN = 32 // T.nbytes  # k of one wgmma
     steps = []
 
     def step(desc, p):
@@ -113,7 +161,7 @@ def schedule(show=None, bug: str | None = None):
             show(desc, p)
         return p
 
-    p = step("the sequential specification", gemm)
+    p = step("the sequential specification", spec(shape))
 
     # --- CTA tiles and K steps
     p = divide_loop(p, "i", TM, ["m", "ii"], perfect=True)
@@ -122,8 +170,8 @@ def schedule(show=None, bug: str | None = None):
     p = fission(p, "after: C[_] = 0.0", n_lifts=2)
     p = divide_loop(p, "k", TK, ["ko", "ki"], perfect=True)
     p = reorder_loops(p, p.find_loop("ko").parent())
-    p = step("128 x 256 tiles of C; the zero-fill split off; K steps of 64 outside the tile "
-             "(each C element keeps its k order)",
+    p = step(f"128 x {TN} tiles of C; the zero-fill split off; K steps of {TK} outside the "
+             "tile (each C element keeps its k order)",
              reorder_loops(p, p.find_loop("ko").parent()))
 
     # --- a kernel: one CTA task per tile, on device tensors
@@ -137,7 +185,7 @@ def schedule(show=None, bug: str | None = None):
 
     # --- the accumulator in registers, in the wgmma fragment layout
     tile = p.find_loop("ii")  # the zero-fill nest, then the K loop
-    p = stage_mem(p, tile.expand(0, 1), "C[128 * m:128 * m + 128, 256 * n:256 * n + 256]",
+    p = stage_mem(p, tile.expand(0, 1), f"C[128 * m:128 * m + 128, {TN} * n:{TN} * n + {TN}]",
                   "D", mem=Sm90_RmemMatrixD)
     p = step("accumulate the tile in registers (no load: the zero-fill writes it first)",
              simplify(p))
@@ -149,25 +197,26 @@ def schedule(show=None, bug: str | None = None):
     p = insert_window(p, kernel, "tB", "B[:, :]", Sm90_tensorMap(128, TN, TK))
     p = insert_window(p, kernel, "tC", "C[:, :]", Sm90_tensorMap(128, TM, 32))
     body = p.find_loop("ko").body()
-    p = stage_mem(p, body, "tA[128 * m:128 * m + 128, 64 * ko:64 * ko + 64]", "sA",
+    p = stage_mem(p, body, f"tA[128 * m:128 * m + 128, {TK} * ko:{TK} * ko + {TK}]", "sA",
                   mem=Sm90_SmemSwizzled(128))
     compute = p.find_loop("ko").body()[-1]
-    p = stage_mem(p, compute, "tB[256 * n:256 * n + 256, 64 * ko:64 * ko + 64]", "sB",
-                  mem=Sm90_SmemSwizzled(128))
+    p = stage_mem(p, compute, f"tB[{TN} * n:{TN} * n + {TN}, {TK} * ko:{TK} * ko + {TK}]",
+                  "sB", mem=Sm90_SmemSwizzled(128))
     p = step("tensor maps for A, B and C; each K step copies its A and B tiles to swizzled "
              "shared memory through them", simplify(p))
 
     # --- the consumer: two warpgroups, 4 wgmma per K step each
     compute = p.find_loop("ko").body()[-1]
     p = divide_loop(p, compute, 64, ["wg", "mi"], perfect=True)
-    p = divide_loop(p, p.find_loop("ki"), 16, ["kk", "k"], perfect=True)
+    p = divide_loop(p, p.find_loop("ki"), KN, ["kk", "k"], perfect=True)
     p = reorder_loops(p, p.find_loop("kk").parent())
     p = reorder_loops(p, p.find_loop("kk").parent())
     p = simplify(p)
-    p = replace(p, p.find_loop("mi"), Sm90_wgmma_ss(bf16, TN))
+    p = replace(p, p.find_loop("mi"), Sm90_wgmma_ss(T, TN))
     p = set_loop_mode(p, "wg", CudaThreads(unit=cuda_warpgroup))
-    p = step("consumer: warpgroup wg computes rows 64 wg.. with 4 wgmma m64n256k16 per K "
-             "step", wrap_with_context(p, p.find_loop("wg"), CudaWarps(name="consumer")))
+    p = step(f"consumer: warpgroup wg computes rows 64 wg.. with {TK // KN} wgmma "
+             f"m64n{TN}k{KN} per K step",
+             wrap_with_context(p, p.find_loop("wg"), CudaWarps(name="consumer")))
 
     # --- the zero-fill: one wgmma_zero per warpgroup
     p = fragment_loops(p, p.find_loop("ii"), p.find_loop("ji"),
@@ -179,22 +228,23 @@ def schedule(show=None, bug: str | None = None):
 
     # --- the producer: TMA loads into a 4-deep ring of shared-memory slots
     ko = p.find_loop("ko")
-    p = insert_barrier_alloc(p, ko.before(), "raw", ["K / 64"], CudaMbarrier, ring_dim_idx=0,
-                             ring_depth=RING)
-    for buf, rows, tm in (("sA", TM, "tA"), ("sB", TN, "tB")):
-        p = expand_dim(p, f"{buf} : _", RING, "ko % 4")
+    p = insert_barrier_alloc(p, ko.before(), "raw", [f"K / {TK}"], CudaMbarrier,
+                             ring_dim_idx=0, ring_depth=RING)
+    tma = Sm90_tma_load(2, T)
+    for buf, tm in (("sA", "tA"), ("sB", "tB")):
+        p = expand_dim(p, f"{buf} : _", RING, f"ko % {RING}")
         p = lift_alloc(p, f"{buf} : _")
         copy = p.find(f"{buf}[_] = {tm}[_]").parent().parent()
-        p = replace(p, copy, Sm90_tma_load(2, bf16), barrier="raw[ko]")
-    loads = p.find("tma_load_2d_bf16(_)").expand(0, 1)
-    p = step("producer: the A and B tiles of step ko are TMA loads into ring slot ko % 4, "
+        p = replace(p, copy, tma, barrier="raw[ko]")
+    loads = p.find(f"{tma.name}(_)").expand(0, 1)
+    p = step(f"producer: the A and B tiles of step ko are TMA loads into ring slot ko % {RING}, "
              "completing on raw[ko]", wrap_with_context(p, loads, CudaWarps(0, 1,
                                                                              name="producer")))
 
     # --- the epilogue: registers -> swizzled shared memory -> TMA stores of 128 x 32 blocks
     store = p.find("C[_] = D[_]").parent().parent()
-    p = stage_mem(p, store, "tC[128 * m:128 * m + 128, 256 * n:256 * n + 256]", "C_smem",
-                  mem=Sm90_SmemSwizzled(128))
+    p = stage_mem(p, store, f"tC[128 * m:128 * m + 128, {TN} * n:{TN} * n + {TN}]",
+                  "C_smem", mem=Sm90_SmemSwizzled(128))
     p = divide_dim(p, "C_smem : _", 1, 32)
     p = simplify(rearrange_dim(p, "C_smem : _", [1, 0, 2]))
     back = p.find("tC[_] = C_smem[_]").parent().parent()
@@ -209,32 +259,34 @@ def schedule(show=None, bug: str | None = None):
     p = set_loop_mode(p, "we_w", CudaThreads(unit=cuda_warp))
     p = set_loop_mode(p, "we_l", CudaThreads(unit=cuda_thread))
     p = step("epilogue: each consumer thread stores its accumulator fragment to swizzled "
-             "shared memory; one producer warp TMA-stores 8 blocks of 128 x 32",
+             f"shared memory; one producer warp TMA-stores {TN // 32} blocks of 128 x 32",
              wrap_with_context(p, p.find_loop("we"), CudaWarps(name="consumer")))
-    p = main_loop_sync(p, step, bug)
+    p = main_loop_sync(p, step, shape, bug)
     p = step("epilogue synchronization: fence.proxy.async before the TMA stores read C_smem, "
              "a bulk commit group waited before C_smem is freed", epilogue_sync(p, bug))
-    return steps[:-1] + [(steps[-1][0], rename(p, "gemm_tma_wgmma"))]
+    name = "gemm_tma_wgmma" if shape == DEFAULT else shape.name
+    return steps[:-1] + [(steps[-1][0], rename(p, name))]
 
 
-def main_loop_sync(p, step, bug=None):
+def main_loop_sync(p, step, shape: Shape, bug=None):
     """The ring protocol: the producer waits for a free slot (``war``, pre-arrived 4 times)
     and signals full ones (``raw``, completed by the TMA bytes and one arrive); consumers
     wait for full slots, fence their registers before the wgmmas, commit them to a commit
     group per warpgroup, keep one group in flight and release the slot of the step before."""
+    TK, RING = shape.kb, shape.stages
     ko = p.find_loop("ko")
-    p = insert_barrier_alloc(p, ko.before(), "war", ["K / 64"], CudaMbarrierPreArrive(RING),
-                             ring_dim_idx=0, ring_depth=RING)
+    p = insert_barrier_alloc(p, ko.before(), "war", [f"K / {TK}"],
+                             CudaMbarrierPreArrive(RING), ring_dim_idx=0, ring_depth=RING)
     p = insert_barrier_alloc(p, p.find_loop("ko").before(), "cg", [2], Sm90_WgmmaCommitGroup)
     # producer: wait for the slot, then one thread arrives after the two copies
-    prod = p.find("tma_load_2d_bf16(_)").parent()
+    prod = p.find(f"{Sm90_tma_load(2, shape.T).name}(_)").parent()
     p = insert_await(p, prod.body()[0].before(), "war[ko]", cuda_temporal, 0)
     prod = p.forward(prod)
     p = insert_arrive(p, prod.body()[-1].after(), cuda_temporal, "raw[ko]")
     arrive = p.forward(prod).body()[-1]
     p = add_loop(p, arrive, "pt", 1)
-    p = step("producer synchronization: wait for a free slot (war, pre-arrived 4 times); one "
-             "thread arrives on raw[ko] after the copies",
+    p = step(f"producer synchronization: wait for a free slot (war, pre-arrived {RING} "
+             "times); one thread arrives on raw[ko] after the copies",
              set_loop_mode(p, "pt", CudaThreads(unit=cuda_thread)))
     # consumers: wait for the slot, fence, compute, commit, keep one group in flight
     wg = p.find_loop("wg")
@@ -248,12 +300,12 @@ def main_loop_sync(p, step, bug=None):
     p = insert_await(p, commit.after(), "cg[wg]", cuda_in_order, 1)
     p = step("consumer synchronization: wait for raw[ko], wgmma.fence, commit the wgmmas, keep "
              "one group in flight", add_if(p, p.forward(commit).next(), "ko >= 1"))
-    # ... and release the slot of step ko - 1 (ring index ko - 1 + 4)
+    # ... and release the slot of step ko - 1 (ring index ko - 1 + RING)
     wg = p.find_loop("wg")
-    p = insert_arrive(p, wg.after(), cuda_in_order, "war[ko + 3]")
+    p = insert_arrive(p, wg.after(), cuda_in_order, f"war[ko + {RING - 1}]")
     rel = p.forward(wg).next()
     p = wrap_with_context(p, rel, CudaWarps(0, 8))
-    p = step("consumers release the slot of step ko - 1 (war[ko + 3])",
+    p = step(f"consumers release the slot of step ko - 1 (war[ko + {RING - 1}])",
              add_if(p, p.forward(wg).next(), "ko >= 1"))
     # after the loop: wait for all groups, release the last slot, end the main loop's SMEM
     ko = p.find_loop("ko")
@@ -263,7 +315,7 @@ def main_loop_sync(p, step, bug=None):
     p = delete_pass(p)
     p = set_loop_mode(p, "wf", CudaThreads(unit=cuda_warpgroup))
     wf = p.find_loop("wf")
-    p = insert_arrive(p, wf.after(), cuda_in_order, "war[K / 64 + 3]")
+    p = insert_arrive(p, wf.after(), cuda_in_order, f"war[K / {TK} + {RING - 1}]")
     p = wrap_with_context(p, p.forward(wf).next(), CudaWarps(0, 8))
     p = wrap_with_context(p, p.find_loop("wf").expand(0, 1), CudaWarps(name="consumer"))
     tail = p.find_loop("wf").parent()
@@ -304,8 +356,9 @@ def check_equal(p0, p1, sizes=(("M", 128), ("N", 256), ("K", 128)), seed=0):
     rng = np.random.default_rng(seed)
     sz = dict(sizes)
     M, N, K = sz["M"], sz["N"], sz["K"]
-    A = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
-    B = rng.standard_normal((N, K)).astype(ml_dtypes.bfloat16)
+    dt = ml_dtypes.bfloat16 if p0.param("A").type.scalar.name == "bf16" else np.float32
+    A = rng.standard_normal((M, K)).astype(dt)
+    B = rng.standard_normal((N, K)).astype(dt)
     C0 = np.full((M, N), np.nan, np.float32)
     C1 = C0.copy()
     interpret(p0, M=M, N=N, K=K, A=A, B=B, C=C0)

@@ -79,3 +79,13 @@ def test_injected_bugs_refuted_at_spec_lines(ex, bug, hazard, buf):
     assert d.file.endswith("gemm_schedule.py") and d.line in spec_lines
     assert "<generated>" not in str(d)
     assert any("made by scheduling step" in n for n in d.notes)
+
+
+@pytest.mark.parametrize("i", [1, 2, 3])
+def test_the_schedule_is_reusable_across_shapes(ex, i):
+    shape = ex.SHAPES[i]
+    steps = ex.schedule(shape)
+    final = steps[-1][1]
+    assert final.name == shape.name
+    assert ex.check_equal(steps[0][1], final)
+    assert verify(final).verdict == "proven"
