@@ -2,8 +2,9 @@
 
 ``root(p)`` is ``p1``, the procedure the chain of rewrites started from; ``derivation(p)``
 the one line reports and generated files carry: "derived from p1 (file:line) by k checked
-steps (j unsafe)". The records are made by ``exogpu_verify.schedule``; this module only
-reads them, so every layer (reports, the codegen gate) can say it.
+steps (j unsafe)". ``provenance_record(p)`` the whole chain as JSON data, as certificates
+store it. The records are made by ``exogpu_verify.schedule``; this module only reads them,
+so every layer (reports, certificates, the codegen gate) can use them.
 """
 
 from __future__ import annotations
@@ -53,3 +54,28 @@ def derivation(p: N.Procedure) -> str | None:
     j = sum(1 for r in p.provenance if r.unsafe)
     return (f"derived from {p1.name} ({where(p1)}) by {k} checked step{'s' * (k != 1)} "
             f"({j} unsafe)")
+
+
+def provenance_record(p: N.Procedure) -> dict | None:
+    """The chain as JSON data (None for a procedure written directly)."""
+    if not p.provenance:
+        return None
+    p1 = root(p)
+    steps = []
+    for rw in p.provenance:
+        steps.append({"primitive": rw.name, "args": rw.args, "checked": rw.checked,
+                      "unsafe": bool(rw.unsafe),
+                      "call": rw.call.to_json() if rw.call is not None and
+                      rw.call.args is not None else None,
+                      "result_hash": rw.result_hash})
+    si = p1.srcinfo
+    f = si.file if si else None
+    if f and os.path.isabs(f):
+        try:
+            f = os.path.relpath(f)
+        except ValueError:
+            pass
+    return {"source": {"proc": p1.name, "file": f, "line": si.line if si else None,
+                       "hash": program_hash(p1)},
+            "steps": steps, "result_hash": program_hash(p),
+            "summary": derivation(p)}

@@ -28,7 +28,8 @@ class ReplayError(Exception):
     """A schedule could not be replayed, or replayed to a different program."""
 
 
-from ..ir.derivation import derivation, program_hash, root  # noqa: F401  (re-exported)
+from ..ir.derivation import (derivation, program_hash, provenance_record,  # noqa: F401
+                             root)
 from ..ir.derivation import where as _where
 from . import (buffers, dims, exprs, gpu, guards, lifetime, loopnest, loops, stage,  # noqa
                stmts, subprocs, windows)
@@ -36,25 +37,6 @@ from .trace import _diff, step_diffs  # noqa: F401  (re-exported)
 
 _PRIMITIVE_MODULES = (buffers, dims, exprs, gpu, guards, lifetime, loopnest, loops, stage,
                       stmts, subprocs, windows)
-
-
-def provenance_record(p: N.Procedure) -> dict | None:
-    """The chain as JSON data (None for a procedure written directly)."""
-    if not p.provenance:
-        return None
-    p1 = root(p)
-    steps = []
-    for rw in p.provenance:
-        steps.append({"primitive": rw.name, "args": rw.args, "checked": rw.checked,
-                      "unsafe": bool(rw.unsafe),
-                      "call": rw.call.to_json() if rw.call is not None and
-                      rw.call.args is not None else None,
-                      "result_hash": rw.result_hash})
-    si = p1.srcinfo
-    return {"source": {"proc": p1.name, "file": si.file if si else None,
-                       "line": si.line if si else None, "hash": program_hash(p1)},
-            "steps": steps, "result_hash": program_hash(p),
-            "summary": derivation(p)}
 
 
 # ---------------------------------------------------------------- replay
