@@ -38,8 +38,10 @@ def test_walkthrough_matches_the_script(steps):
 
 
 def test_every_step_bitwise_equal_to_the_spec(ex, steps):
-    for desc, p in steps:
-        assert ex.check_equal(ex.gemm, p), desc
+    # one K step suffices for the tiling steps; the ring steps run two (slot reuse)
+    for k, (desc, p) in enumerate(steps):
+        K = 128 if k >= len(steps) - 6 else 64
+        assert ex.check_equal(ex.gemm, p, sizes=(("M", 128), ("N", 256), ("K", K))), desc
 
 
 def test_kernel_proven_with_provenance(ex, steps):
