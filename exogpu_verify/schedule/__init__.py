@@ -37,7 +37,7 @@ from .stmts import (bind_expr, delete_pass, insert_pass, rename, reorder_stmts, 
 from .subprocs import call_eqv, extract_subproc, inline, replace  # noqa: F401
 from .windows import insert_window, set_window  # noqa: F401
 from .provenance import (ReplayError, derivation, program_hash, provenance_record,  # noqa
-                         replay, replay_record)
+                         recheck_provenance, replay, replay_record)
 from .trace import step_diffs, walkthrough  # noqa: F401
 
 
@@ -72,7 +72,8 @@ PRIMITIVES = (
 )
 
 __all__ = list(PRIMITIVES) + [
-    "ReplayError", "derivation", "program_hash", "provenance_record", "replay",
+    "ReplayError", "derivation", "program_hash", "provenance_record", "recheck_provenance",
+    "replay",
     "replay_record", "step_diffs", "walkthrough",
     "Seq", "CudaTasks", "CudaThreads", "SchedulingError", "forward", "find", "find_all",
     "find_loop", "find_alloc_or_arg", "provenance_report", "Cursor", "StmtCursor",

@@ -171,3 +171,36 @@ def _replay_steps(cur, steps, ns, live, trace, want):
     if want is not None and program_hash(cur) != want:
         raise ReplayError("the replayed schedule does not end at the recorded program")
     return cur
+
+
+def recheck_provenance(p: N.Procedure, recorded: dict | None) -> list[str]:
+    """What is wrong with the provenance a certificate ``recorded`` for ``p`` (loaded again
+    from its module): it must be ``p``'s own chain, step for step, and replaying it from
+    ``p1``'s source, both with ``p``'s calls and with the recorded ones alone, must give
+    every recorded hash. An empty list means the chain is re-derived."""
+    mine = provenance_record(p)
+    if recorded is None and mine is None:
+        return []
+    if recorded is None or mine is None:
+        return ["the certificate records a schedule but the procedure has none" if mine is None
+                else "the procedure is scheduled but the certificate records no provenance"]
+    problems = []
+    if recorded.get("source", {}).get("hash") != mine["source"]["hash"]:
+        problems.append(f"p1 ({mine['source']['proc']}) is not the program the schedule "
+                        "started from (hash differs)")
+    rs, ms = recorded.get("steps") or [], mine["steps"]
+    if len(rs) != len(ms):
+        problems.append(f"the certificate records {len(rs)} steps, the schedule has {len(ms)}")
+    for k, (a, b) in enumerate(zip(rs, ms), 1):
+        for key in ("primitive", "args", "unsafe", "result_hash", "call"):
+            if a.get(key) != b.get(key):
+                problems.append(f"step {k} ({b['primitive']}): the recorded {key} differs")
+                break
+    if problems:
+        return problems
+    try:
+        replay(p, from_source=True)
+        replay_record(recorded, reparse_source(root(p)))
+    except ReplayError as e:
+        problems.append(f"replay: {e}")
+    return problems

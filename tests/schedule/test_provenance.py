@@ -81,3 +81,19 @@ def test_cursor_arguments_are_recorded_as_paths():
     add_if = next(s for s in rec["steps"] if s["primitive"] == "add_if")
     assert add_if["unsafe"] and add_if["call"]["args"][0]["cursor"][0] == "stmt"
     assert replay_record(json.loads(json.dumps(rec)), M.saxpy) == p
+
+
+def test_recheck_provenance():
+    from exogpu_verify.schedule import recheck_provenance
+
+    rec = json.loads(json.dumps(provenance_record(M.saxpy_kernel)))
+    assert recheck_provenance(M.saxpy_kernel, rec) == []
+    assert recheck_provenance(M.saxpy, None) == []
+    assert "records no provenance" in recheck_provenance(M.saxpy_kernel, None)[0]
+    bad = json.loads(json.dumps(rec))
+    bad["steps"][1]["unsafe"] = True
+    assert recheck_provenance(M.saxpy_kernel, bad) == [
+        "step 2 (wrap_with_context): the recorded unsafe differs"]
+    bad = json.loads(json.dumps(rec))
+    del bad["steps"][-1]
+    assert "records 3 steps, the schedule has 4" in recheck_provenance(M.saxpy_kernel, bad)[0]
