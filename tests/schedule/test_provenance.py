@@ -97,3 +97,23 @@ def test_recheck_provenance():
     bad = json.loads(json.dumps(rec))
     del bad["steps"][-1]
     assert "records 3 steps, the schedule has 4" in recheck_provenance(M.saxpy_kernel, bad)[0]
+
+
+def test_exogpu_verify_prints_the_derivation():
+    import subprocess
+    import sys
+
+    from testlib import TESTS
+
+    out = subprocess.run([sys.executable, "-m", "exogpu_verify.cli",
+                          str(TESTS / "schedule" / "progs" / "saxpy_sched.py"), "--json"],
+                         capture_output=True, text=True, timeout=600)
+    data = json.loads(out.stdout)
+    reps = {r["proc"]: r for r in data["reports"]}
+    assert reps["saxpy_kernel"]["verdict"] == "proven"
+    assert reps["saxpy_kernel"]["derivation"].endswith("by 4 checked steps (0 unsafe)")
+    assert reps["saxpy"]["derivation"] is None
+    text = subprocess.run([sys.executable, "-m", "exogpu_verify.cli",
+                           str(TESTS / "schedule" / "progs" / "saxpy_sched.py")],
+                          capture_output=True, text=True, timeout=600).stdout
+    assert "derived from saxpy (" in text and "by 4 checked steps (0 unsafe)" in text
