@@ -16,7 +16,7 @@ from ..ir.types import index
 from .cursors import (ArgCursor, BlockCursor, Cursor, ExprCursor, Forwarder, GapCursor,
                       InvalidCursor, StmtCursor, find, find_alloc_or_arg, find_loop, forward)
 from .errors import SchedulingError
-from .irtools import block_of
+from .irtools import block_of, valid_path
 
 
 def check_proc(p) -> None:
@@ -187,7 +187,8 @@ def parse_expr(p, where: tuple, text, kind: str = "control", env: dict | None = 
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
-        raise SchedulingError(f"cannot parse expression {text!r}: {e.msg}", p) from None
+        raise SchedulingError(f"cannot parse expression {text!r}: {e.msg}", p,
+                              near(p, where)) from None
     try:
         if kind == "control":
             return r.control(node, "expression")
@@ -197,7 +198,19 @@ def parse_expr(p, where: tuple, text, kind: str = "control", env: dict | None = 
             return r.window(node)
         return r.data(node)
     except ExoGpuError as e:
-        raise SchedulingError(f"in {text!r}: {e.diagnostic.message}", p) from None
+        raise SchedulingError(f"in {text!r}: {e.diagnostic.message}", p,
+                              near(p, where)) from None
+
+
+def near(p, where) -> list:
+    """The statement at (or just before) the scope ``where = (parent, field, index)``, as
+    the location of an error about an expression written there."""
+    parent, field, i = where
+    for k in (i, i - 1):
+        path = tuple(parent) + ((field, k),)
+        if k >= 0 and valid_path(p, path):
+            return [path]
+    return [tuple(parent)] if parent else []
 
 
 def where_of(c) -> tuple:

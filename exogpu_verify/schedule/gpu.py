@@ -180,7 +180,10 @@ def _barrier_ref(proc, where, text):
         return r.barrier_ref(ast.parse(text.strip(), mode="eval").body, allow_intervals=True)
     except (ExoGpuError, SyntaxError) as e:
         msg = e.diagnostic.message if isinstance(e, ExoGpuError) else str(e)
-        raise SchedulingError(f"bad barrier expression {text!r}: {msg}", proc) from None
+        from .base import near
+
+        raise SchedulingError(f"bad barrier expression {text!r}: {msg}", proc,
+                              near(proc, where)) from None
 
 
 @primitive
