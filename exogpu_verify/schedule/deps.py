@@ -444,3 +444,13 @@ def _assigns(stmts, name, vs, path, out):
             _assigns(s.body, name, vs + [(s.iter, s.lo, s.hi)], p, out)
         elif isinstance(s, N.With):
             _assigns(s.body, name, vs, p, out)
+
+
+def private(accesses, stmts):
+    """``accesses`` without those of buffers allocated inside ``stmts``: every instance of
+    the enclosing loop iterations has its own such buffer (it is allocated afresh), so they
+    carry no dependence between iterations."""
+    from .irtools import walk
+
+    local = {s.name for s in walk(stmts) if isinstance(s, N.Alloc)}
+    return [a for a in accesses if a.buf not in local]

@@ -176,6 +176,7 @@ def reorder_loops(proc, nested_loops):
                                        for k in range(len(inner.body))],
                     extra_vars=[(outer.iter, outer.lo, outer.hi), (inner.iter, inner.lo,
                                                                    inner.hi)])
+    acc = D.private(acc, inner.body)
     i, j = outer.iter, inner.iter
 
     def order(ra, rb):
@@ -274,10 +275,12 @@ def fission(proc, gap_cursor_, n_lifts: int = 1):
         if isinstance(s, N.For):
             vs, cs = D.context(p, parent)
             ev = [(s.iter, s.lo, s.hi)]
-            A = D.collect(p, second, [parent + ((field, idx + k),) for k in range(len(second))],
-                          extra_vars=ev)
-            B = D.collect(p, first, [parent + ((field, k),) for k in range(len(first))],
-                          extra_vars=ev)
+            A = D.private(D.collect(p, second, [parent + ((field, idx + k),)
+                                                for k in range(len(second))], extra_vars=ev),
+                          second)
+            B = D.private(D.collect(p, first, [parent + ((field, k),)
+                                               for k in range(len(first))], extra_vars=ev),
+                          first)
             it = s.iter
             hard, reds = D.find_conflicts(p, vs, cs, A, B,
                                           lambda ra, rb: [f"{ra[it]} < {rb[it]}"])
@@ -356,10 +359,11 @@ def fuse(proc, stmt1, stmt2, unsafe_disable_check: bool = False):
         if clash:
             raise SchedulingError(f"fuse: both loops allocate {sorted(clash)}", proc, [p1, p2_])
         it = s1.iter
-        A = D.collect(proc, s1.body, [p1 + (("body", k),) for k in range(len(s1.body))],
-                      extra_vars=[(it, s1.lo, s1.hi)])
-        B = D.collect(proc, body2, [p2_ + (("body", k),) for k in range(len(body2))],
-                      extra_vars=[(it, s1.lo, s1.hi)])
+        A = D.private(D.collect(proc, s1.body, [p1 + (("body", k),)
+                                                for k in range(len(s1.body))],
+                                extra_vars=[(it, s1.lo, s1.hi)]), s1.body)
+        B = D.private(D.collect(proc, body2, [p2_ + (("body", k),) for k in range(len(body2))],
+                                extra_vars=[(it, s1.lo, s1.hi)]), body2)
         checked = "proved equal bounds"
         if not unsafe_disable_check:
             hard, reds = D.find_conflicts(proc, vs, cs, A, B,

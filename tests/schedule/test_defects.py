@@ -366,3 +366,20 @@ def f(A: f32[8], y: f32[2, 4]):
     p1 = replace(p, p.find_loop("i"), cp)
     assert "scale8(y, A)" in str(p1) or "scale8(y[0:2, 0:4], A[0:8])" in str(p1)
     same(p, p1, {})
+
+
+def test_loop_rewrites_see_buffers_allocated_per_iteration_as_private():
+    from exogpu_verify.schedule import fission, reorder_loops
+
+    p = P("""
+def f(N: size, A: f32[N, N], y: f32[N, N]):
+    for i in seq(0, N):
+        for j in seq(0, N):
+            t: f32 @ DRAM
+            t = A[i, j] * 2.0
+            y[i, j] = t + 1.0
+""")
+    p1 = reorder_loops(p, "i j")  # t is fresh in every (i, j): no dependence through it
+    same(p, p1, {"N": 3})
+    with pytest.raises(SchedulingError):
+        fission(p, "after: t = _")  # t is used after the gap
