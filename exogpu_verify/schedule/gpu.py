@@ -86,12 +86,14 @@ def _mode_text(m) -> str:
 
 
 @primitive
-def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0):
+def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0, mem: dict | None = None):
     """Wrap a block in ``with ctx:`` (``CudaDeviceFunction(...)`` or ``CudaWarps(...)``).
 
     A kernel body must be a nest of ``cuda_tasks`` loops, so a sequential nest cannot be
     wrapped in a ``CudaDeviceFunction`` first and given task loops after: ``tasks=n`` also
-    makes the ``n`` outermost loops of the wrapped nest ``cuda_tasks`` loops (one rewrite)."""
+    makes the ``n`` outermost loops of the wrapped nest ``cuda_tasks`` loops (one rewrite).
+    For the same reason host allocations inside the block move to device memories in the
+    same step: ``mem={"D": Sm90_RmemMatrixD}`` (placement only, an annotation)."""
     check_proc(proc)
     b = block_cursor(proc, block_cursor_)
     if not isinstance(ctx, (IR.CudaDeviceFunction, IR.CudaWarps)):
@@ -104,11 +106,41 @@ def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0):
             raise SchedulingError("wrap_with_context(tasks=n) needs a CudaDeviceFunction "
                                   "around one loop nest", proc, b.paths())
         stmts = (_tasks(proc, stmts[0], tasks, b.paths()),)
+    if mem:
+        stmts = _place(proc, stmts, dict(mem), b.paths())
     w = IR.With(ctx, stmts)
     p2 = splice(proc, parent, field, lo, hi, [w])
-    return finish(proc, p2, "wrap_with_context", [b, ctx, tasks], ANNOTATION,
+    args = [b, ctx, tasks] + ([{k: str(v) for k, v in mem.items()}] if mem else [])
+    return finish(proc, p2, "wrap_with_context", args, ANNOTATION,
                   fwd_splice(parent, field, lo, hi, 1,
                              lambda k, rest: parent + ((field, lo), ("body", k - lo)) + rest))
+
+
+def _place(proc, stmts, mem, paths):
+    """``stmts`` with the allocations named in ``mem`` placed in those memories."""
+    from ..ir.memories import Memory
+
+    seen = set()
+
+    def go(s):
+        if isinstance(s, IR.Alloc) and s.name in mem:
+            seen.add(s.name)
+            if not isinstance(mem[s.name], Memory):
+                raise SchedulingError(f"wrap_with_context: mem[{s.name!r}] is not a memory",
+                                      proc, paths)
+            return replace(s, mem=mem[s.name])
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, tuple):
+                s = replace(s, **{f: tuple(go(c) for c in sub)})
+        return s
+
+    out = tuple(go(s) for s in stmts)
+    missing = sorted(set(mem) - seen)
+    if missing:
+        raise SchedulingError(f"wrap_with_context: {missing} are not allocated in the block",
+                              proc, paths)
+    return out
 
 
 def _tasks(proc, s, n, paths):
