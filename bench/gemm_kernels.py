@@ -13,7 +13,8 @@ launch) with a CTA tile of 128 x 256 and k-steps of 64:
   group is pending (so the previous k-step's SMEM reads are done) and release that slot with
   ``Arrive >> war[k + 3]``; after the loop they wait for all groups and release the last slot;
 * the main loop's SMEM is freed after a (cluster-wide) Fence, and the epilogue reuses SMEM:
-  the consumers store the accumulators to ``C_smem`` (``store_acc``), a CTA
+  the consumers store the accumulators to ``C_smem`` (``store_acc``, the platform's unrolled
+  accumulator store, one 64 x 32 column block per call), a CTA
   ``Fence(cuda_in_order, cuda_generic_and_async_proxy)`` (``fence.proxy.async``) publishes it
   to the async proxy, one producer warp TMA-stores it (``tma_store_2d_f32``, bulk commit
   group wait 0) and a last Fence orders everything before ``C_smem`` is freed.
@@ -56,30 +57,8 @@ wgmma = Sm90_wgmma_ss(bf16, 256)
 wgmma_zero = Sm90_wgmma_zero(256)
 
 
-def _store_acc_cpp(a: dict) -> str:
-    """Each thread stores its own fragment: lane l of warp w holds rows 16w + 8h + l/4 and
-    columns 8nb + 2(l%4) + j (the layout of the body below, PTX ISA wgmma D fragments)."""
-    return (
-        "{ const int exo_l = int(threadIdx.x) % 32, exo_w = (int(threadIdx.x) / 32) % 4;\n"
-        "  #pragma unroll 4\n"
-        "  for (int nb = 0; nb < 32; ++nb)\n"
-        "    for (int h = 0; h < 2; ++h)\n"
-        "      for (int j = 0; j < 2; ++j) {\n"
-        "        const int r = 16 * exo_w + 8 * h + exo_l / 4, c = 8 * nb + 2 * (exo_l % 4) + j;\n"
-        f"        exo_swz<128>(&{a['dst']}[(c / 32) * ({a['dst_stride0']}) + r * ({a['dst_stride1']})"
-        f" + (c % 32) * ({a['dst_stride2']})]) = {a['src']}[(nb * 2 + h) * 2 + j];\n"
-        "      } }")
-
-
-@instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup,
-       distributed={"src": (cuda_warp, cuda_thread)}, codegen=_store_acc_cpp)
-def store_acc(dst: [f32][8, 64, 32] @ Sm90_SmemSwizzled(128),
-              src: [f32][4, 32, 32, 2, 2] @ Sm90_RmemMatrixD):
-    # a 64 x 256 f32 accumulator in the wgmma fragment layout -> 8 column blocks of 64 x 32
-    for m in seq(0, 64):
-        for n in seq(0, 256):
-            dst[n / 32, m, n % 32] = src[m / 16, (m % 8) * 4 + (n % 8) / 2, n / 8,
-                                         (m % 16) / 8, n % 2]
+#: a 64 x 32 column window of the accumulator -> one 128-byte-swizzled C_smem block, unrolled
+store_acc = Sm90_store_acc(f32)
 
 
 def make_gemm(bug: str = "none", split: bool = False):
@@ -174,8 +153,9 @@ def make_gemm(bug: str = "none", split: bool = False):
                             tcg: barrier @ Sm90_TmaCommitGroup
                             with CudaWarps(name="consumer"):
                                 for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
-                                    store_acc(C_smem[:, wg * 64:wg * 64 + 64, :],
-                                              D[wg, :, :, :, :, :])
+                                    for j in seq(0, 8):
+                                        store_acc(C_smem[j, wg * 64:wg * 64 + 64, :],
+                                                  D[wg, :, :, j * 4:j * 4 + 4, :, :])
                             Fence(cuda_in_order, EPI_L2)
                             with CudaWarps(0, 1, name="producer"):
                                 for j in seq(0, 8):

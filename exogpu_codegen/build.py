@@ -23,6 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import usage
+from .mangle import demangle
 
 GENCODE = {"sm_90a": "arch=compute_90a,code=sm_90a", "sm_80": "arch=compute_80,code=sm_80"}
 BASE_FLAGS = ("-std=c++17", "-O3", "-lineinfo", "-Xcompiler", "-fPIC", "-shared",
@@ -39,15 +40,24 @@ class KernelResources:
     spill_loads: int
     stack_bytes: int
     static_smem_bytes: int
+    #: ptxas performance warnings for this kernel (``(C7514) Potential Performance Loss: ...``)
+    warnings: tuple[str, ...] = ()
 
     @property
     def spills(self) -> int:
         return self.spill_stores + self.spill_loads
 
+    def summary(self) -> str:
+        """``168 regs, 0 B stack, 0 B spilled`` plus ptxas warning codes."""
+        s = f"{self.registers} regs, {self.stack_bytes} B stack, {self.spills} B spilled"
+        codes = [w.split(")")[0].lstrip("(") for w in self.warnings]
+        return s + (f", ptxas {', '.join(codes)}" if codes else "")
+
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "registers": self.registers,
                 "spill_stores": self.spill_stores, "spill_loads": self.spill_loads,
-                "stack_bytes": self.stack_bytes, "static_smem_bytes": self.static_smem_bytes}
+                "stack_bytes": self.stack_bytes, "static_smem_bytes": self.static_smem_bytes,
+                "warnings": list(self.warnings)}
 
 
 @dataclass(frozen=True)
@@ -114,12 +124,26 @@ def cache_key(source: str, arch: str, nvcc: str) -> str:
 
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
+_PERF = re.compile(r"\((C\d+)\) Potential Performance Loss: (.*?)(?: in the function '([^']+)')?\s*$")
+_WARN = re.compile(r"ptxas warning\s*:\s*(.*)$")
 _PROPS = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 
 
 def parse_ptxas(log: str) -> tuple[KernelResources, ...]:
-    """Per-kernel resources from ``-Xptxas -v`` output."""
+    """Per-kernel resources from ``-Xptxas -v`` output, with the performance warnings ptxas
+    attributes to each kernel (a warning naming no function goes to every kernel)."""
+    warns: dict = {}
+    for line in log.splitlines():
+        m = _PERF.search(line)
+        if m:
+            code, what, fn = m.groups()
+            warns.setdefault(demangle(fn) if fn else None, []).append(
+                f"({code}) {' '.join(what.split())}")
+            continue
+        m = _WARN.search(line)
+        if m and "Potential Performance Loss" not in line:
+            warns.setdefault(None, []).append(" ".join(m.group(1).split()))
     out, cur, props = [], None, (0, 0, 0)
     for line in log.splitlines():
         m = _ENTRY.search(line)
@@ -132,17 +156,12 @@ def parse_ptxas(log: str) -> tuple[KernelResources, ...]:
             continue
         m = _USED.search(line)
         if m and cur is not None:
-            out.append(KernelResources(_demangle(cur), int(m.group(1)), props[1], props[2],
-                                       props[0], int(m.group(2) or 0)))
+            k = demangle(cur)
+            out.append(KernelResources(k, int(m.group(1)), props[1], props[2], props[0],
+                                       int(m.group(2) or 0),
+                                       tuple(warns.get(k, []) + warns.get(None, []))))
             cur = None
     return tuple(out)
-
-
-def _demangle(name: str) -> str:
-    m = re.search(r"(exo_kernel\d+_\w+?)(?:[0-9]*[A-Z]|$)", name)
-    if m:
-        return m.group(1).rstrip("0123456789") if not m.group(1)[-1].isdigit() else m.group(1)
-    return name
 
 
 def build(source: str, name: str, arch: str = "sm_90a", cache: bool = True,

@@ -1,9 +1,11 @@
-"""``exogpu-codegen PATH... [-o DIR] [--arch sm_90a|sm_80] [--no-build] [--unchecked]``.
+"""``exogpu-codegen PATH... [-o DIR] [--arch sm_90a|sm_80] [--no-build] [--unchecked]
+[--allow-unhealthy]``.
 
 Generates ``DIR/<proc>.cu`` for every module-level proc of the given files/folders and builds
-each with nvcc (``DIR/<proc>.so``, plus the ptxas resource report). Exit status as for
-``exogpu-verify``: 0 all generated (and built), 1 a user error or a refusal by the proof gate,
-2 bad usage.
+each with nvcc (``DIR/<proc>.so``), printing ptxas' report (registers, stack frame, spills,
+performance warnings) and the health rules of ``health.py`` (SASS: no local memory, wgmma not
+serialized). Exit status as for ``exogpu-verify``: 0 all generated (and built healthy), 1 a
+user error, a refusal by the proof gate or an unhealthy build, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from exogpu_verify.loader import UsageError, find_files, load_module, module_pro
 from exogpu_verify.errors import ExoGpuError
 
 from .build import build
+from .errors import usage
 from .generate import ARCHS, generate
+from .health import check_health
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -35,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the proof gate (stamped into the generated header)")
     ap.add_argument("--certificates", metavar="DIR", default=None,
                     help="where proof certificates are (default: $EXOGPU_PROOF_DIR or proofs)")
+    ap.add_argument("--allow-unhealthy", action="store_true",
+                    help="keep builds that use local memory (stack frame, spills, LDL/STL) or "
+                         "serialize wgmma (ptxas C7514); by default they fail")
     ap.add_argument("--json", action="store_true", help="print a JSON summary")
     try:
         args = ap.parse_args(argv)
@@ -71,9 +78,24 @@ def main(argv: list[str] | None = None) -> int:
                     lib.write_bytes(b.library.read_bytes())
                     rec["library"] = str(lib)
                     rec["resources"] = [r.to_json() for r in b.resources]
-                    res = ", ".join(f"{r.registers} regs, {r.spills} B spilled"
-                                    for r in b.resources)
+                    res = "; ".join(r.summary() for r in b.resources)
                     line += f" -> {lib}" + (f" ({res})" if res else "")
+                    h = check_health(b)
+                    rec["health"] = {"ok": h.ok, "sass_checked": h.sass_checked,
+                                     "issues": [vars(i) for i in h.issues],
+                                     "sass": {k: v.to_json() for k, v in h.sass.items()}}
+                    for i in h.issues:
+                        sev = "error" if i.error and not args.allow_unhealthy else "warning"
+                        print(f"{p.name}: {i.kernel}: health {sev}: {i.message}",
+                              file=sys.stderr)
+                    if h.note:
+                        print(f"{p.name}: note: {h.note}", file=sys.stderr)
+                    if h.errors and not args.allow_unhealthy:
+                        if not args.json:
+                            print(line)
+                        raise usage(f"{p.name}: the build is not healthy ({len(h.errors)} "
+                                    "problem(s) above: local memory or serialized wgmma)",
+                                    hint="fix the kernel, or pass --allow-unhealthy to keep it")
                 if not g.gate.checked:
                     line += "  [UNCHECKED]"
                 elif g.gate.derivation:

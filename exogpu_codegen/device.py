@@ -28,7 +28,9 @@ from . import sync as S
 from .buffers import Buf, c_order_strides
 from .cexpr import Ctl, cname, convert, cpp_type, data_expr_t
 from .emitter import Lines
+from .kernel_facts import bulk_wait_read, proxy_space
 from .errors import not_supported
+from . import stmt_facts as SF
 from .smem import SMEM_LIMIT, plan_smem, shard_shape
 
 _UNROLL_MAX = 64
@@ -40,6 +42,7 @@ class Ctx:
     bufs: dict
     bars: dict
     group: str | None = None
+    warps: tuple[int, int] | None = None  # warps [lo, hi) of each CTA running this path
 
 
 @dataclass
@@ -89,6 +92,9 @@ class KernelGen:
             raise not_supported(f"a kernel needing {lay.bytes_needed} bytes of shared memory "
                                 f"(at most {limit} on {self.arch})", self.w)
         fields, ctx = self._captures(tasks, body)
+        gmem = {q.name for q in self.p.params if q.is_data and q.mem.space == "gmem"}
+        self.proxy = proxy_space(self.p, body, gmem, self.C)
+        self.bulk_read = bulk_wait_read(self.p, body, [t.iter for t in tasks])
         ctx.bars = {}
         self.bar_by_path = {b.path: b for b in bars.values()}
         L = self.L
@@ -103,9 +109,9 @@ class KernelGen:
         self._prologue(ctx, lay, bars)
         groups = self._groups()
         for g, (w0, w1, dec, inc) in groups:
-            gctx = replace(ctx, group=g)
+            gctx = replace(ctx, group=g, warps=(w0, w1))
             if g is not None:
-                L.open(f"if ({_warp_cond(w0, w1)})")
+                L.open(f"if ({SF.warp_cond(w0, w1)})")
                 if dec is not None:
                     L(f'asm volatile("setmaxnreg.dec.sync.aligned.u32 {dec};\\n" ::: "memory");')
                 if inc is not None:
@@ -118,7 +124,7 @@ class KernelGen:
             L('asm volatile("barrier.cluster.arrive.release.aligned;\\n" ::: "memory");')
             L('asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");')
         L.close()
-        ntasks = " * ".join(_count(self.host_ctl, t) for t in tasks)
+        ntasks = " * ".join(SF.count(self.host_ctl, t) for t in tasks)
         return KernelCode(self.k, self.name, struct, fields, self.B, self.C,
                           self.cfg.blocks_per_sm, lay.bytes_needed, ntasks, L.text())
 
@@ -153,8 +159,9 @@ class KernelGen:
             if b is None or b.kind != "mbarrier":
                 continue
             S.check_mbar_arrive(st)
-            conds = S.enclosing_ifs(self.p.body, si.path)
-            n = S.arrive_threads(si, st.targets[0], b, self.B, conds) * \
+            loops: list = []
+            conds = S.enclosing_ifs(self.p.body, si.path, loops)
+            n = S.arrive_threads(si, st.targets[0], b, self.B, conds, loops) * \
                 S.multicast_factor(st.targets[0], b)
             if b.count and b.count != n:
                 raise not_supported(f"mbarrier '{b.name}' arrived on by {n} threads here but "
@@ -185,22 +192,42 @@ class KernelGen:
         return c if n == 0 else f"{c}_{n}"
 
     def _groups(self):
+        """Code paths: one per warp group of ``warp_config`` (or one for the block). A group
+        whose warpgroups behave differently (a ``cuda_threads`` loop over warpgroups whose
+        iterator an ``if`` tests, as ping-pong consumers do) gets one path per warpgroup:
+        the iterator is then a constant of the path, so the tests fold away and no wgmma
+        sits in a branch ptxas must treat as divergent (which serializes them, C7518)."""
         cfg = self.cfg
         if not cfg.warp_config:
             return [(None, (0, cfg.blockDim // 32, None, None))]
+        split = SF.tested_wide_iters(self.w.body, self.B, self.C)
         out = []
         for g in cfg.warp_config:
             w0, w1 = cfg.warp_range(g.name)
-            out.append((g.name, (w0, w1, g.setmaxnreg_dec, g.setmaxnreg_inc)))
+            if split and (w1 - w0) % 4 == 0 and w1 - w0 > 4 and w0 % 4 == 0:
+                for lo in range(w0, w1, 4):
+                    out.append((g.name, (lo, lo + 4, g.setmaxnreg_dec, g.setmaxnreg_inc)))
+            else:
+                out.append((g.name, (w0, w1, g.setmaxnreg_dec, g.setmaxnreg_inc)))
         return out
+
+    def _path_constant(self, ti, ctx: Ctx) -> int | None:
+        """The value of thread iterator ``ti`` if it is the same for every thread of the code
+        path (``ctx.warps``, in every CTA of the cluster), else None."""
+        if ctx.warps is None or ti.offset.terms:
+            return None
+        w0, w1 = ctx.warps
+        vals = {((r * self.B + t - ti.offset.const) // ti.pitch) % ti.modulus
+                for r in range(self.C) for t in range(32 * w0, 32 * w1)}
+        return vals.pop() if len(vals) == 1 else None
 
     # ------------------------------------------------------------ captures
     def _captures(self, tasks, body):
         used = set()
         for t in tasks:
-            _names(t.lo, used)
-            _names(t.hi, used)
-        _names_block(body, used)
+            SF.names(t.lo, used)
+            SF.names(t.hi, used)
+        SF.names_block(body, used)
         hc, hb = self.host_ctl, self.host_bufs
         fields, env, nonneg, bufs = [], {}, set(), {}
         sizes = [q.name for q in self.p.params if not q.is_data and q.type.name == "size"]
@@ -221,7 +248,7 @@ class KernelGen:
                 fields.append((f"CUtensorMap {c};", b.ptr))
                 coords = []
                 for d, x in enumerate(b.tmap.coords):
-                    if _portable(x, sizes):
+                    if SF.portable(x, sizes):
                         coords.append(x)
                     else:
                         fields.append((f"int {c}_c{d};", f"int({x})"))
@@ -239,7 +266,7 @@ class KernelGen:
             unpack.append(f"{b.ctype}* const {c} = exo_args.{c};")
             strides = []
             for d, s in enumerate(b.strides):
-                if s is None or _portable(s, sizes):
+                if s is None or SF.portable(s, sizes):
                     strides.append(s)
                 else:
                     fields.append((f"int {c}_s{d};", f"int({s})"))
@@ -303,7 +330,7 @@ class KernelGen:
         counts = []
         for i, t in enumerate(tasks):
             counts.append(f"exo_n{i}")
-            L(f"const int exo_n{i} = {_count(ctl, t)};")
+            L(f"const int exo_n{i} = {SF.count(ctl, t)};")
         total = " * ".join(counts)
         L.open(f"for (int exo_task = blockIdx.x / {self.C}; exo_task < {total}; "
                f"exo_task += gridDim.x / {self.C})")
@@ -311,13 +338,27 @@ class KernelGen:
         if len(tasks) > 1:
             L("int exo_rem = exo_task;")
             rem = "exo_rem"
-        for i in reversed(range(len(tasks))):
+        R, n = self.cfg.task_raster, len(tasks)
+        vals = {}
+        if R > 1 and n >= 2:
+            # rasterized order (semantically free: tasks impose no order): panels of R values
+            # of loop n-2; within a panel, loop n-2 runs fastest, so the tasks running at one
+            # time cover R x (#clusters / R) tiles that share rows and columns in L2
+            a, b = f"exo_n{n - 2}", f"exo_n{n - 1}"
+            L(f"const int exo_in = {rem} % ({a} * {b});")
+            if n > 2:
+                L(f"{rem} /= {a} * {b};")
+            L(f"const int exo_pan = exo_in / ({R} * {b}), exo_pr = exo_in % ({R} * {b});")
+            L(f"const int exo_ph = {a} - exo_pan * {R} < {R} ? {a} - exo_pan * {R} : {R};")
+            vals[n - 2] = f"exo_pan * {R} + exo_pr % exo_ph"
+            vals[n - 1] = "exo_pr / exo_ph"
+        for i in reversed(range(n)):
             t = tasks[i]
             c = self._fresh(t.iter) if t.iter not in ctl.env else cname(t.iter)
             lo = ctl(t.lo)
-            val = rem if i == 0 else f"{rem} % exo_n{i}"
+            val = vals.get(i, rem if i == 0 else f"{rem} % exo_n{i}")
             L(f"const int {c} = {'' if lo == '0' else lo + ' + '}{val};")
-            if i > 0:
+            if i > 0 and i not in vals:
                 L(f"{rem} /= exo_n{i};")
             ctl = ctl.bind(t.iter, c, ctl.is_nonneg(t.lo))
         self._block(body, body_path, "body", replace(ctx, ctl=ctl))
@@ -366,7 +407,8 @@ class KernelGen:
         elif isinstance(s, N.Call):
             self._call(s, path, ctx)
         elif isinstance(s, N.Fence):
-            for ln in S.lower_fence(s, self._coll(path, s), self.C):
+            for ln in S.lower_fence(s, self._coll(path, s), self.C, self._named(path, ctx),
+                                    self.proxy):
                 L(ln)
         elif isinstance(s, N.Arrive):
             self._arrive(s, ctx)
@@ -377,6 +419,30 @@ class KernelGen:
         else:
             raise not_supported(f"statement {type(s).__name__} in device code", s)
         return ctx
+
+    def _named(self, path, ctx: Ctx) -> tuple[str, int] | None:
+        """(C++ id, threads) of a named-barrier Fence, from analysis/named_barriers.py."""
+        nbi = self.info.named_barriers
+        nb = nbi.at(path) if nbi is not None else None
+        if nb is None:
+            return None
+        env = ctx.ctl.env
+        aff = nb.affine()
+        if aff is not None:
+            base, coefs = aff
+            terms = [str(base)] + [f"{c} * {env[n]}" if c != 1 else env[n] for n, c in coefs]
+            return (" + ".join(terms) if coefs else str(base)), nb.threads
+        # not affine in the iterators: select the id by the linear instance index
+        lin, stride = [], 1
+        for n, cnt in reversed(nb.iters):
+            if cnt > 1:
+                lin.append(f"{env[n]} * {stride}" if stride > 1 else env[n])
+            stride *= cnt
+        idx = " + ".join(reversed(lin)) or "0"
+        code = str(nb.ids[-1])
+        for k in reversed(range(len(nb.ids) - 1)):
+            code = f"(exo_lin == {k} ? {nb.ids[k]} : {code})"
+        return f"[&] {{ const int exo_lin = {idx}; return {code}; }}()", nb.threads
 
     def _coll(self, path, node):
         si = self.ci.at(path)
@@ -450,10 +516,16 @@ class KernelGen:
                                     "mapping", s)
             parent = self._coll(path, s)
             n = const_value(s.hi)
+            pc = self._path_constant(ti, ctx)
+            if pc is not None and pc >= n:
+                return  # no thread of this code path runs the loop body
             L.open("")
             L.lines[-1] = L.lines[-1].replace(" {", "{")
-            L(f"[[maybe_unused]] const int {c} = {self._iter_value(ti, ctl)};")
-            guard = n * ti.tile_threads < parent.size
+            if pc is not None:
+                L(f"[[maybe_unused]] constexpr int {c} = {pc};  // every thread of this path")
+            else:
+                L(f"[[maybe_unused]] const int {c} = {self._iter_value(ti, ctl)};")
+            guard = pc is None and n * ti.tile_threads < parent.size
             if guard:
                 L.open(f"if ({c} < {n})")
             self._block(s.body, path, "body", replace(ctx, ctl=ctl.bind(s.iter, c, True)))
@@ -464,7 +536,21 @@ class KernelGen:
         lo, hi = ctl(s.lo), ctl(s.hi)
         clo, chi = const_value(s.lo), const_value(s.hi)
         unroll = s.mode.pragma_unroll
-        if unroll is not None:
+        regs = SF.register_index(s.body, s.iter, {n for n, b in ctx.bufs.items()
+                                                if b.mem is not None and b.mem.is_device
+                                                and b.mem.space == "rmem"})
+        if regs is not None:
+            # registers need constant indices: a register array indexed by this loop's
+            # iterator lives in local memory unless the loop is unrolled completely (and
+            # wgmma accumulators there serialize every wgmma: ptxas C7514)
+            if clo is None or chi is None:
+                raise not_supported(f"register array '{regs}' indexed by the iterator of a loop "
+                                    "with a non-constant trip count (it would live in local "
+                                    "memory)", s, hint="give the loop constant bounds")
+            if unroll is not None and unroll not in (0, chi - clo) and chi - clo > 0:
+                L(f"// pragma_unroll={unroll} overridden: '{regs}' is indexed by '{s.iter}'")
+            L("#pragma unroll")
+        elif unroll is not None:
             L(f"#pragma unroll {unroll}" if unroll > 0 else "#pragma unroll")
         elif clo is not None and chi is not None and 0 < chi - clo <= _UNROLL_MAX:
             L("#pragma unroll")
@@ -513,7 +599,7 @@ class KernelGen:
             return
         first = self._affine(wr.first, ctx.ctl)
         if not wr.first.terms:
-            cond = _warp_cond(wr.first.const, wr.first.const + wr.count)
+            cond = SF.warp_cond(wr.first.const, wr.first.const + wr.count)
         else:
             cond = f"unsigned(int(threadIdx.x / 32) - {first}) < {wr.count}u"
         L.open(f"if ({cond})")
@@ -565,7 +651,7 @@ class KernelGen:
         callee = s.callee
         info = callee.instr
         if info.timeline.name != "cuda_in_order_instr" or info.barrier is not None \
-                or info.distributed or _has_sync(callee.body):
+                or info.distributed or SF.has_sync(callee.body):
             raise not_supported(f"instruction {callee.name}() without a codegen template (only "
                                 "plain single-thread in-order instructions are inlined)", s,
                                 hint="give the @instr a codegen= template")
@@ -644,110 +730,21 @@ class KernelGen:
         L = self.L
         b = self._bar(s.target.name, ctx, s)
         if b.kind == "commit":
-            for ln in S.lower_commit_await(s, b):
+            for ln in S.lower_commit_await(s, b, self.bulk_read):
                 L(ln)
             return
         if b.kind == "cluster":
-            for ln in S.lower_cluster_await(s, True):
+            for ln in S.lower_cluster_await(s, True, self.proxy):
                 L(ln)
             return
         proxy = S.mbar_await_proxy(s, b)
         slot, j = S.slot_index(b, s.target, ctx.ctl, s)
         addr = S.slot_addr(b, slot)
         wait = f"exo_mbar_wait({addr}, {S.parity(b, j)});"
-        fence = ' asm volatile("fence.proxy.async;\\n" ::: "memory");' if proxy else ""
+        fence = " " + S.proxy_fence(self.proxy) if proxy else ""
         if j is None:
             L(wait + fence)
         elif b.pre:
             L(f"{{ const int exo_j = {j}; if (exo_j >= 0) {{ {wait}{fence} }} }}")
         else:
             L(f"{{ const int exo_j = {j}; {wait}{fence} }}")
-
-
-# ---------------------------------------------------------------- helpers
-
-def _warp_cond(w0: int, w1: int) -> str:
-    if w0 == 0:
-        return f"threadIdx.x < {32 * w1}"
-    return f"threadIdx.x >= {32 * w0} && threadIdx.x < {32 * w1}"
-
-
-def _count(ctl: Ctl, t: N.For) -> str:
-    lo, hi = ctl(t.lo), ctl(t.hi)
-    if lo == "0":
-        return hi if ctl.is_nonneg(t.hi) else f"exo_max0({hi})"
-    return f"exo_max0({hi} - {lo})"
-
-
-def _names(e, out: set):
-    if isinstance(e, N.Read):
-        out.add(e.name)
-        for i in e.idx:
-            _names(i, out)
-    elif isinstance(e, N.StrideExpr):
-        out.add(e.name)
-    elif isinstance(e, N.BinOp):
-        _names(e.lhs, out)
-        _names(e.rhs, out)
-    elif isinstance(e, (N.UnOp,)):
-        _names(e.arg, out)
-    elif isinstance(e, N.BuiltIn):
-        for a in e.args:
-            _names(a, out)
-    elif isinstance(e, N.WindowExpr):
-        out.add(e.name)
-        for a in e.idx:
-            if isinstance(a, N.Point):
-                _names(a.pt, out)
-            else:
-                _names(a.lo, out)
-                _names(a.hi, out)
-
-
-def _names_block(stmts, out: set):
-    for s in stmts:
-        if isinstance(s, (N.Assign, N.Reduce)):
-            out.add(s.name)
-            for i in s.idx:
-                _names(i, out)
-            _names(s.rhs, out)
-        elif isinstance(s, N.WindowStmt):
-            _names(s.rhs, out)
-        elif isinstance(s, N.For):
-            _names(s.lo, out)
-            _names(s.hi, out)
-            _names_block(s.body, out)
-        elif isinstance(s, N.If):
-            _names(s.cond, out)
-            _names_block(s.body, out)
-            _names_block(s.orelse, out)
-        elif isinstance(s, N.With):
-            _names_block(s.body, out)
-        elif isinstance(s, N.Call):
-            for a in s.args:
-                _names(a, out)
-        elif isinstance(s, (N.Arrive, N.Await)):
-            refs = s.targets if isinstance(s, N.Arrive) else (s.target,)
-            for r in refs:
-                for a in r.idx:
-                    if isinstance(a, N.Point):
-                        _names(a.pt, out)
-        elif isinstance(s, N.BarrierAlloc):
-            for d in s.dims:
-                _names(d.extent, out)
-
-
-def _has_sync(stmts) -> bool:
-    from exogpu_verify.analysis.walk import iter_stmts
-    return any(isinstance(s, (N.Fence, N.Arrive, N.Await, N.With, N.BarrierAlloc))
-               or (isinstance(s, N.For) and not isinstance(s.mode, N.Seq))
-               for _, s in iter_stmts(stmts))
-
-
-def _portable(x: str, sizes) -> bool:
-    """A C++ expression built from integer literals and size parameters only."""
-    import re
-    for tok in re.findall(r"[A-Za-z_]\w*", x):
-        if tok not in sizes:
-            return False
-    return True

@@ -2,10 +2,12 @@
 (reference notes 2.7; the table is in docs/codegen.md).
 
 * ``Fence``: the collective that executes it picks the barrier (nothing for one thread,
-  ``__syncwarp()`` for a warp, ``barrier.cta.sync 0`` for a CTA, ``barrier.cluster``
-  arrive+wait for a cluster, ``wgmma.fence`` for ``wgmma_fence_1``); the first timeline adds
-  ``cp.async.wait_all`` when it covers ``Sm80_cp_async``; a second timeline that reaches the
-  async proxy adds ``fence.proxy.async``.
+  ``__syncwarp()`` for a warp, ``bar.sync id, n`` for a set of whole warps of one CTA (a
+  named barrier, id from ``analysis/named_barriers.py``), ``barrier.cta.sync 0`` for a CTA,
+  ``barrier.cluster`` arrive+wait for a cluster, ``wgmma.fence`` for ``wgmma_fence_1``); the
+  first timeline adds ``cp.async.wait_all`` when it covers ``Sm80_cp_async``; a second
+  timeline that reaches the async proxy adds ``fence.proxy.async`` (restricted to shared
+  memory when ``kernel_facts.proxy_space`` allows).
 * mbarriers (``CudaMbarrier``/``CudaMbarrierPreArrive``): one physical array per CTA in
   shared memory, initialized once per kernel with the number of threads that arrive on one
   element per phase. A ring dimension ``e @ ring_buffer_by(d)`` maps virtual index ``v`` to
@@ -97,8 +99,9 @@ def make_bar(s: N.BarrierAlloc, path, sharding, block_dim: int, cname: str) -> B
     return b
 
 
-def enclosing_ifs(body, path) -> list[tuple[object, bool]]:
-    """The ``If`` conditions around the statement at ``path`` (True: in the then-branch)."""
+def enclosing_ifs(body, path, loops: list | None = None) -> list[tuple[object, bool]]:
+    """The ``If`` conditions around the statement at ``path`` (True: in the then-branch);
+    the enclosing ``For`` loops are appended to ``loops`` when it is given."""
     out, stmts = [], body
     for k, (fld, i) in enumerate(path):
         s = stmts[i]
@@ -108,6 +111,8 @@ def enclosing_ifs(body, path) -> list[tuple[object, bool]]:
                 out.append((s.cond, nxt == "body"))
                 stmts = s.body if nxt == "body" else s.orelse
             else:
+                if loops is not None and isinstance(s, N.For):
+                    loops.append(s)
                 stmts = s.body
     return out
 
@@ -125,17 +130,76 @@ def _names(e, out):
 
 
 def arrive_threads(info, ref: N.BarrierRef, bar: BarInfo, block_dim: int,
-                   conds=()) -> int:
+                   conds=(), loops=()) -> int:
     """Threads of one CTA that execute an Arrive on the same element (per phase); ``conds``
-    are the enclosing ``If`` conditions: those over thread iterators only filter threads."""
+    are the enclosing ``If`` conditions: those over thread iterators only filter threads, and
+    so do those that also mention iterators of enclosing sequential loops with constant bounds
+    (``loops``; e.g. ``if wg == j % 2:`` in a loop over tiles ``j``): the count is then taken
+    for every value of those iterators and must be the same for all of them."""
     m = info.mapping
     tnames = {t.name for t in m.thread_iters}
-    usable = []
+    seqs = {}
+    for lp in loops:
+        lo, hi = const_value(lp.lo), const_value(lp.hi)
+        if isinstance(lp.mode, N.Seq) and lo is not None and hi is not None and hi > lo:
+            seqs[lp.iter] = range(lo, hi)
+    usable, used_seq = [], set()
     for c, want in conds:
         ns = set()
         _names(c, ns)
-        if ns and ns <= tnames:
-            usable.append((c, want))
+        if not ns & tnames:
+            continue  # filters whole instances, not threads
+        for v in ns - tnames - set(seqs):
+            per = _mod_period(c, v)
+            if per is None:
+                raise not_supported(f"an Arrive under a condition on thread iterator(s) and "
+                                    f"'{v}': the arrival count per phase cannot be computed",
+                                    info.stmt, hint="condition on thread iterators, constants "
+                                    "and iterators of constant-bound loops (or `i % c`)")
+            seqs[v] = range(per)  # v only matters modulo `per`: every residue is tried
+        usable.append((c, want))
+        used_seq |= ns - tnames
+    names = sorted(used_seq)
+    counts = set()
+    for svals in product(*(seqs[n] for n in names)):
+        counts.add(_arrive_count(info, ref, bar, block_dim, usable, dict(zip(names, svals))))
+    if len(counts) > 1:
+        raise not_supported(f"an Arrive whose number of threads per phase depends on the loop "
+                            f"iterator(s) {', '.join(names)} ({sorted(counts)}); an mbarrier "
+                            "has one arrival count", info.stmt)
+    return counts.pop()
+
+
+def _mod_period(e, v: str) -> int | None:
+    """``p`` such that ``e`` only depends on ``v`` modulo ``p`` (every occurrence of ``v`` is
+    inside ``x % c`` with ``c | p``), else None."""
+    import math
+
+    found = [1]
+
+    def go(x, under):
+        if isinstance(x, N.Read):
+            if not x.idx and x.name == v and under is None:
+                return False
+            return all(go(i, under) for i in x.idx)
+        if isinstance(x, N.BinOp):
+            if x.op == "%":
+                c = const_value(x.rhs)
+                if c is not None and c > 0:
+                    found[0] = math.lcm(found[0], c)
+                    return go(x.lhs, c)
+            if x.op == "/" and under is not None:
+                return go(x.lhs, None) and go(x.rhs, None)  # (v / 2) % 2 is not periodic in 2
+            return go(x.lhs, under) and go(x.rhs, under)
+        if isinstance(x, N.UnOp):
+            return go(x.arg, under)
+        return True
+
+    return found[0] if go(e, None) else None
+
+
+def _arrive_count(info, ref, bar, block_dim, usable, outer: dict) -> int:
+    m = info.mapping
     iters = m.thread_iters
     total = 1
     for t in iters:
@@ -145,7 +209,7 @@ def arrive_threads(info, ref: N.BarrierRef, bar: BarInfo, block_dim: int,
                             info.stmt)
     groups: dict = {}
     for vals in product(*(range(t.count) for t in iters)):
-        env = {t.name: v for t, v in zip(iters, vals)}
+        env = {**outer, **{t.name: v for t, v in zip(iters, vals)}}
         if any(bool(eval_ctl(c, env)) != want for c, want in usable):
             continue
         key_idx = []
@@ -226,7 +290,24 @@ def scope_of(coll, cluster_dim: int) -> str:
     return "other"
 
 
-def lower_fence(s: N.Fence, coll, cluster_dim: int) -> list[str]:
+def proxy_fence(space: str) -> str:
+    """``fence.proxy.async`` restricted to ``space`` (kernel_facts.proxy_space)."""
+    return f'asm volatile("fence.proxy.async{space};\\n" ::: "memory");'
+
+
+def named_barrier(bar_id: str, nthreads: int) -> str:
+    """``bar.sync id, n`` (PTX ISA barrier: ``bar.sync`` is ``barrier.sync.aligned``; ``n``
+    counts the threads of whole warps taking part)."""
+    if bar_id.isdigit():
+        return f'asm volatile("bar.sync {bar_id}, {nthreads};\\n" ::: "memory");'
+    return (f'asm volatile("bar.sync %0, {nthreads};\\n" :: "r"(uint32_t({bar_id})) : '
+            '"memory");')
+
+
+def lower_fence(s: N.Fence, coll, cluster_dim: int, named: tuple[str, int] | None = None,
+                space: str = "") -> list[str]:
+    """``named``: (C++ id expression, thread count) of a named-barrier Fence
+    (``analysis/named_barriers.py``); ``space``: the proxy fences' state space."""
     L1, L2 = s.L1, s.L2
     if L1 == wgmma_fence_1:
         if L2 != wgmma_fence_2:
@@ -248,12 +329,14 @@ def lower_fence(s: N.Fence, coll, cluster_dim: int) -> list[str]:
         if not L2 <= cuda_generic_and_async_proxy:
             raise not_supported(f"Fence with second timeline {L2}", s)
         proxy = True
-    sc = scope_of(coll, cluster_dim)
+    sc = "named" if named is not None else scope_of(coll, cluster_dim)
     # writer-side proxy fence (as CUTLASS does before a barrier that hands SMEM to TMA/wgmma)
     if proxy and sc != "thread":
-        out.append('asm volatile("fence.proxy.async;\\n" ::: "memory");')
+        out.append(proxy_fence(space))
     if sc == "thread":
         pass
+    elif sc == "named":
+        out.append(named_barrier(*named))
     elif sc == "warp":
         out.append("__syncwarp();")
     elif sc == "cta":
@@ -265,7 +348,7 @@ def lower_fence(s: N.Fence, coll, cluster_dim: int) -> list[str]:
         raise not_supported(f"Fence executed by {coll.shape()} (a thread, warp, CTA or "
                             "cluster can fence)", s)
     if proxy:  # reader side, after the barrier (reference notes 2.7)
-        out.append('asm volatile("fence.proxy.async;\\n" ::: "memory");')
+        out.append(proxy_fence(space))
     return out
 
 
@@ -287,7 +370,8 @@ def lower_commit_arrive(s: N.Arrive, bar: BarInfo) -> list[str]:
     raise not_supported(f"commit group {name}", s)
 
 
-def lower_commit_await(s: N.Await, bar: BarInfo) -> list[str]:
+def lower_commit_await(s: N.Await, bar: BarInfo, bulk_read: bool = False) -> list[str]:
+    """``bulk_read``: TMA commit groups wait with ``.read`` (kernel_facts.bulk_wait_read)."""
     name = bar.mech.name
     n = int(s.N)
     if name == "Sm80_CommitGroup":
@@ -298,7 +382,8 @@ def lower_commit_await(s: N.Await, bar: BarInfo) -> list[str]:
     if not s.L2 <= cuda_generic_and_async_proxy:
         raise not_supported(f"Await(..., {s.L2}) on {name}", s)
     if name == "Sm90_TmaCommitGroup":
-        return [f'asm volatile("cp.async.bulk.wait_group {n};\\n" ::: "memory");']
+        rd = ".read" if bulk_read else ""
+        return [f'asm volatile("cp.async.bulk.wait_group{rd} {n};\\n" ::: "memory");']
     if name == "Sm90_WgmmaCommitGroup":
         return [f'asm volatile("wgmma.wait_group.sync.aligned {n};\\n" ::: "memory");']
     raise not_supported(f"commit group {name}", s)
@@ -316,13 +401,13 @@ def lower_cluster_arrive(s: N.Arrive) -> list[str]:
     return out
 
 
-def lower_cluster_await(s: N.Await, proxy_needed: bool) -> list[str]:
+def lower_cluster_await(s: N.Await, proxy_needed: bool, space: str = "") -> list[str]:
     out = ['asm volatile("barrier.cluster.wait.acquire.aligned;\\n" ::: "memory");']
     if not s.L2 <= cuda_in_order:
         if not s.L2 <= cuda_generic_and_async_proxy:
             raise not_supported(f"Await(..., {s.L2}) on CudaClusterSync", s)
         if proxy_needed:
-            out.append('asm volatile("fence.proxy.async;\\n" ::: "memory");')
+            out.append(proxy_fence(space))
     return out
 
 

@@ -7,8 +7,9 @@ errors, because later ones assume the earlier ones' guarantees:
 
 1. ``check_scopes`` (kind ``scope``)
 2. ``analyze_collectives`` (kind ``collective``)
-3. ``analyze_distributed_memory`` (kind ``distributed-memory``) and
-   ``check_barrier_usage`` (kind ``barrier-usage``), which are independent.
+3. ``analyze_distributed_memory`` (kind ``distributed-memory``),
+   ``check_barrier_usage`` (kind ``barrier-usage``) and ``allocate_named_barriers`` (ids of
+   sub-CTA Fences, kind ``resource``), which are independent.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from .barriers import check_barrier_usage
 from .collective import analyze_collectives
 from .distributed import DistributedInfo, Sharding, ShardDim, analyze_distributed_memory
 from .mapping import CollectiveInfo, KernelInfo, StmtInfo, TaskLoop, ThreadMapping
+from .named_barriers import NamedBarrierInfo, allocate_named_barriers
 from .scope import check_scopes
 from .derive import ThreadIter, WarpRange
 from .tiling import Affine, Collective, TilingError
 from .walk import iter_stmts
 
 __all__ = [
-    "Affine", "Collective", "CollectiveInfo", "DistributedInfo", "KernelInfo", "ShardDim",
+    "Affine", "Collective", "CollectiveInfo", "DistributedInfo", "KernelInfo",
+    "NamedBarrierInfo", "ShardDim",
     "Sharding", "StaticInfo", "StmtInfo", "TaskLoop", "ThreadIter", "ThreadMapping",
     "TilingError", "WarpRange", "analyze", "analyze_collectives", "analyze_distributed_memory",
     "analyze_static", "check_barrier_usage", "check_scopes",
@@ -43,6 +46,7 @@ class StaticInfo:
     collectives: CollectiveInfo | None = None
     distributed: DistributedInfo | None = None
     stages: tuple[str, ...] = ()
+    named_barriers: NamedBarrierInfo | None = None
 
     @property
     def ok(self) -> bool:
@@ -61,9 +65,11 @@ def analyze(p: N.Procedure) -> StaticInfo:
         return StaticInfo(p.name, ci.diagnostics, ci, stages=("scope", "collective"))
     di = analyze_distributed_memory(p, ci)
     bu = check_barrier_usage(p, ci, di)
-    diags = tuple(sorted(di.diagnostics + bu, key=lambda x: (x.line or 0, x.kind)))
+    nb = allocate_named_barriers(p, ci)
+    diags = tuple(sorted(di.diagnostics + bu + nb.diagnostics,
+                         key=lambda x: (x.line or 0, x.kind)))
     return StaticInfo(p.name, diags, ci, di,
-                      ("scope", "collective", "distributed-memory", "barrier-usage"))
+                      ("scope", "collective", "distributed-memory", "barrier-usage"), nb)
 
 
 def analyze_static(p: N.Procedure) -> list[Diagnostic]:

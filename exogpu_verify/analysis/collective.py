@@ -10,7 +10,8 @@ the collective (kind ``collective``):
 * tiling rules: enough threads, alignment, exactly one tiled dimension, trivial tilings;
 * warp specialization: named groups, warp ranges, ``setmaxnreg`` budgets;
 * instruction calls run at exactly their instruction's unit;
-* ``Fence`` runs at a thread, warp, CTA or cluster (``wgmma_fence_1`` at a warpgroup);
+* ``Fence`` runs at a thread, warp, set of whole warps of one CTA (a named barrier), CTA or
+  cluster (``wgmma_fence_1`` at a warpgroup);
 * ``Arrive``/``Await`` run at the unit their barrier mechanism needs;
 * assignments to memory run at a single thread.
 
@@ -30,6 +31,7 @@ from ..ir.memories import BarrierMechanism
 from ..ir.timelines import wgmma_fence_1
 from ..ir.units import cuda_cluster, cuda_cta_in_cluster, cuda_warp, cuda_warpgroup
 from .mapping import CollectiveInfo, KernelInfo, StmtInfo, TaskLoop, ThreadMapping
+from .named_barriers import is_named_barrier_collective
 from .derive import ThreadIter, derive_loop, specialize_warps, warp_span
 from .tiling import Collective, TilingError, matches, unit_threads, within_one
 from .walk import Path
@@ -269,9 +271,11 @@ class _Analysis:
         if coll.size == 1 or any(matches(coll, u) for u in (cuda_warp, cuda_cta_in_cluster,
                                                             cuda_cluster)):
             return
+        if is_named_barrier_collective(coll):
+            return  # a named barrier (bar.sync id, n): analysis/named_barriers.py
         self.err(f"Fence collective unit matched no known case: scope has {coll.shape()}; a "
-                 "Fence is executed by a single thread, a warp, a whole CTA or the whole "
-                 "cluster", s)
+                 "Fence is executed by a single thread, a warp, a set of whole warps of one "
+                 "CTA (a named barrier), a whole CTA or the whole cluster", s)
 
     def sync_unit(self, s, name: str, mech: BarrierMechanism, coll: Collective) -> None:
         what = "Arrive" if isinstance(s, N.Arrive) else "Await"

@@ -65,8 +65,12 @@ def CudaWarpConfig(name: str, count: int, setmaxnreg_dec: int | None = None,
 
 
 def CudaDeviceFunction(blockDim: int | None = None, clusterDim: int = 1,
-                       warp_config=None, blocks_per_sm: int = 1) -> nodes.CudaDeviceFunction:
-    """Launch configuration: exactly one of ``blockDim`` or ``warp_config``."""
+                       warp_config=None, blocks_per_sm: int = 1,
+                       task_raster: int = 0) -> nodes.CudaDeviceFunction:
+    """Launch configuration: exactly one of ``blockDim`` or ``warp_config``. ``task_raster``
+    (0: lexicographic) only orders the persistent task loop in generated code."""
+    if not isinstance(task_raster, int) or isinstance(task_raster, bool) or task_raster < 0:
+        raise TypeError(f"task_raster must be a non-negative int, not {task_raster!r}")
     if (blockDim is None) == (warp_config is None):
         raise TypeError("CudaDeviceFunction needs exactly one of blockDim=... or warp_config=[...]")
     clusterDim = _pos_int(clusterDim, "clusterDim")
@@ -90,7 +94,8 @@ def CudaDeviceFunction(blockDim: int | None = None, clusterDim: int = 1,
         warp_config = ()
     if blockDim > 1024:
         raise TypeError(f"blockDim {blockDim} exceeds the CUDA limit of 1024 threads per CTA")
-    return nodes.CudaDeviceFunction(blockDim, clusterDim, warp_config, blocks_per_sm)
+    return nodes.CudaDeviceFunction(blockDim, clusterDim, warp_config, blocks_per_sm,
+                                    task_raster)
 
 
 def CudaWarps(lo: int | None = None, hi: int | None = None, *, name: str | None = None

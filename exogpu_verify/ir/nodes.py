@@ -278,6 +278,10 @@ class CudaDeviceFunction:
     clusterDim: int = 1
     warp_config: tuple[CudaWarpConfig, ...] = ()
     blocks_per_sm: int = 1
+    #: codegen's order of the persistent task loop (docs/language.md): 0 lexicographic; R > 1
+    #: rasterized in panels of R values of the second-to-last task loop. Tasks impose no
+    #: order, so this changes no meaning and nothing the checkers see.
+    task_raster: int = 0
 
     def __str__(self) -> str:
         parts = []
@@ -289,6 +293,8 @@ class CudaDeviceFunction:
             parts.append(f"clusterDim={self.clusterDim}")
         if self.blocks_per_sm != 1:
             parts.append(f"blocks_per_sm={self.blocks_per_sm}")
+        if self.task_raster:
+            parts.append(f"task_raster={self.task_raster}")
         return f"CudaDeviceFunction({', '.join(parts)})"
 
     def warp_range(self, name: str) -> tuple[int, int] | None:

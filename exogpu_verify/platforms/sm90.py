@@ -17,6 +17,9 @@ wgmma (``cuda_warpgroup``; see ``_wgmma``):
   Factories ``Sm90_wgmma_ss(T, N, swizzle_a, swizzle_b, major_a, major_b)``,
   ``Sm90_wgmma_rs(T, N, swizzle_b, major_b)`` and ``Sm90_wgmma_zero(N)`` give the 64- and
   32-byte swizzle members too (``major_* = "K"`` or ``"MN"``).
+Epilogue (``cuda_warpgroup``; see ``_epilogue``): ``store_acc_m64n{32,64}_{T}`` stores a 64 x N
+  accumulator column window to 128-byte-swizzled SMEM as f32 (N = 32) or bf16/f16 (N = 64),
+  fully unrolled; factory ``Sm90_store_acc(T, swizzle=...)``.
 Memories: ``Sm90_RmemMatrixD`` (wgmma accumulator tile), ``Sm90_RmemMatrixA`` (A fragment),
   ``Sm90_tensorMapAny`` (TMA parameter memory: any tensor-map window); ``Sm90_SmemSwizzled``
   and ``Sm90_tensorMap`` come from the language.
@@ -35,6 +38,7 @@ from functools import lru_cache
 from ..ir.memories import Sm90_SmemSwizzled, Sm90_tensorMap  # noqa: F401
 from ..ir.types import bf16, f16, f32
 from . import _tma
+from ._epilogue import Sm90_store_acc
 from ._ptx import SYNC_PTX, renamed
 from ._tma import Sm90_tensorMapAny
 from ._wgmma import (N_VALUES, Sm90_RmemMatrixA, Sm90_RmemMatrixD, Sm90_wgmma_rs,
@@ -75,7 +79,7 @@ def Sm90_tma_reduce_add(rank: int, T):
 __all__ = ["Sm90_RmemMatrixA", "Sm90_RmemMatrixD", "Sm90_tensorMapAny", "Sm90_SmemSwizzled",
            "Sm90_tensorMap", "Sm90_tma_load", "Sm90_tma_multicast", "Sm90_tma_store",
            "Sm90_tma_reduce_add", "Sm90_wgmma_ss", "Sm90_wgmma_rs", "Sm90_wgmma_zero",
-           "SYNC_PTX", "native_k"]
+           "Sm90_store_acc", "SYNC_PTX", "native_k"]
 INSTRS: dict = {}
 
 
@@ -105,3 +109,5 @@ for _T in _TYPES:
             _export(Sm90_wgmma_rs(_T, _N, major_b="MN"))
 for _N in N_VALUES:
     _export(Sm90_wgmma_zero(_N))
+for _T in _TYPES:
+    _export(Sm90_store_acc(_T))

@@ -15,7 +15,9 @@ A loop ``L`` is vectorizable when (``loop_vectorization_blocker`` returns ``None
   expression is syntactically identical everywhere, is affine in ``L`` with a nonzero
   constant coefficient (``L`` not under ``/`` or ``%``, so the map is injective), and
   mentions no loop variable bound inside the body. Distinct iterations then use distinct
-  values of coordinate ``d`` of every written array: they are independent.
+  values of coordinate ``d`` of every written array: they are independent. When no single
+  dimension does, several agreed dimensions whose joint index isl proves injective in ``L``
+  do (fragment layouts with ``/`` and ``%``, as in the wgmma bodies).
 
 Aliasing between *parameters* (two arguments sharing memory) is not visible here; the
 interpreter checks it at run time and falls back to scalar execution.
@@ -251,19 +253,59 @@ def loop_vectorization_blocker(loop: For, roots: dict[str, str]) -> str | None:
         rank = len(accs[0][1])
         if rank == 0:
             return f"it writes the scalar {accs[0][0]}"
-        if not any(_separating_dim(accs, d, var, inner) for d in range(rank)):
+        if not any(_separating_dim(accs, d, var, inner) for d in range(rank)) and \
+                not _separating_dims(accs, rank, loop, inner):
             return f"its iterations may touch the same element of {accs[0][0]}"
     return None
 
 
-def _separating_dim(accs, d: int, var: str, inner: set[str]) -> bool:
+def _agreed(accs, d: int, inner: set[str]):
+    """The index expression of dimension ``d`` if every access spells it the same way and it
+    mentions no loop variable bound inside the loop, else None."""
     e = accs[0][1][d]
-    if any(idx[d] != e for _, idx in accs):
-        return False
-    if control_vars(e) & inner:
+    if any(idx[d] != e for _, idx in accs) or control_vars(e) & inner:
+        return None
+    return e
+
+
+def _separating_dim(accs, d: int, var: str, inner: set[str]) -> bool:
+    e = _agreed(accs, d, inner)
+    if e is None:
         return False
     coeff = affine_coefficient(e, var)
     return coeff is not None and coeff != 0
+
+
+def _separating_dims(accs, rank: int, loop: For, inner: set[str]) -> bool:
+    """Several dimensions that together separate the iterations: every access agrees on each
+    of them, and isl proves the map ``iter -> (their indices)`` injective over the loop's range
+    (other variables are parameters). This covers fragment layouts such as
+    ``D[m / 16, (m % 8) * 4 + (n % 8) / 2, n / 8, (m % 16) / 8, n % 2]``, where no single
+    dimension is affine in ``n`` but three of them determine it."""
+    from ..ir.affine import NotAffine, to_isl_str
+
+    var = loop.iter
+    es = []
+    for d in range(rank):
+        e = _agreed(accs, d, inner)
+        if e is not None and var in control_vars(e):
+            es.append(e)
+    if not es:
+        return False
+    try:
+        import islpy as isl
+
+        params = set()
+        for e in es + [loop.lo, loop.hi]:
+            params |= control_vars(e)
+        params.discard(var)
+        r1, r2 = {var: "v1_"}, {var: "v2_"}
+        cons = [f"{to_isl_str(loop.lo)} <= v1_ < v2_ < {to_isl_str(loop.hi)}"]
+        cons += [f"{to_isl_str(e, r1)} = {to_isl_str(e, r2)}" for e in es]
+        text = f"[{', '.join(sorted(params))}] -> {{ [v1_, v2_] : {' and '.join(cons)} }}"
+        return isl.Set(text).is_empty()
+    except (NotAffine, Exception):  # noqa: BLE001 - anything isl cannot read: not proven
+        return False
 
 
 # ------------------------------------------------------------------ planning

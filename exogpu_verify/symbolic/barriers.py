@@ -57,9 +57,10 @@ def barrier_bounds(e: Event, ref, enc: Encoder, ms) -> Obligation:
                             "barrier index out of range", extra)
 
 
-def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int):
-    """isl map: Arrive instance less its thread iterators -> [alloc loops, element]."""
-    thr = [k for k, lp in enumerate(r.loops) if lp.kind == "threads"]
+def _arrive_map(enc: Encoder, r: Event, tg, depth: int, nz: int, with_threads: bool = False):
+    """isl map: Arrive instance less its thread iterators (all of it when ``with_threads``)
+    -> [alloc loops, element]."""
+    thr = [k for k, lp in enumerate(r.loops) if lp.kind == "threads" and not with_threads]
     keep = [f"a{k}" for k in range(len(r.loops)) if k not in thr]
     ls = [f"l{i}" for i in range(depth)]
     zs = [f"z{i}" for i in range(nz)]
@@ -151,15 +152,22 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     need = touched.apply(spread.align_params(touched.get_space()))
     missing = need.subtract(arrived).coalesce()
     ob = Obligation(f"every ring index of {decl.display} arrived", "barrier misuse", None,
-                    maps[0][0] if maps else None, str(need))
+                    maps[0][0] if maps else None, str(need), [("arrived", str(arrived))])
     decide(ob, missing, ms)
     yield ob
     counts = set()
     for k, (r, m, thr) in enumerate(maps):
         c = _thread_count(enc, r, thr)
         if c is None or not m.is_injective():
-            raise Unsupported(f"cannot prove that every index of the ring {decl.display} gets "
-                              "the same number of Arrive instances", r.srcinfo)
+            # whole instances (thread iterators included) hitting every index at most once:
+            # one Arrive instance per arrived index (e.g. `if wg == j % 2:` selects the one
+            # warpgroup that arrives in iteration j)
+            tg = next(t for t in r.targets if t.name == name)
+            if thr and _arrive_map(enc, r, tg, decl.depth, nz, True)[0].is_injective():
+                c = 1
+            else:
+                raise Unsupported(f"cannot prove that every index of the ring {decl.display} "
+                                  "gets the same number of Arrive instances", r.srcinfo)
         counts.add(c)
         for r2, m2, _ in maps[k + 1:]:
             if not m.range().intersect(m2.range()).is_empty():
@@ -216,11 +224,14 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     decl = enc.prog.vars[tgt.name]
     base = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {enc.context} and {enc.dom(w, 'b')} }}"
     s = isl.Set(base)
+    ordered = []  # what is subtracted, recorded so the certificate re-derives the remainder
     for r in b.arrives:
         if not any(x.name == tgt.name for x in r.targets):
             continue
         m = b.exists([(r, "r")], b.match(r, "r", w, "b", any_count=True))
-        s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"))
+        text = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"
+        ordered.append((f"Arrive at line {r.srcinfo.line}", text))
+        s = s.subtract(isl.Set(text))
     k = getattr(decl.mem, "pre_arrive", 0)
     if k and not s.is_empty():
         pre = []
@@ -229,10 +240,11 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
                 x = tgt.idx[d]
                 pre.append(f"{enc.ex(x[1], w, 'b')} < {k}")
         if pre:
-            s = s.subtract(isl.Set(f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : "
-                                   f"{' or '.join(pre)} }}"))
+            text = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {' or '.join(pre)} }}"
+            ordered.append(("pre-arrived", text))
+            s = s.subtract(isl.Set(text))
     ob = Obligation(f"await progress {decl.display} (line {w.srcinfo.line})", "await progress",
-                    None, w, base)
+                    None, w, base, ordered)
     decide(ob, s.coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob

@@ -86,7 +86,9 @@ def _module_procs():
                 if isinstance(v, N.Procedure) and not v.is_instr and v.module is vars(mod) \
                         and sizes:
                     small = {k: SMALLER.get(k, x) for k, x in sizes.items()}
-                    out.append(pytest.param(v, small, id=f"{f.stem}.{v.name}"))
+                    # the GEMM family: ~1 min of oracle runs per variant
+                    marks = (pytest.mark.slow,) if f.stem == "gemm" else ()
+                    out.append(pytest.param(v, small, id=f"{f.stem}.{v.name}", marks=marks))
     return out
 
 

@@ -229,10 +229,15 @@ def test_fence_scopes_accepted(loop):
     assert_ok(prog(loop + "\n    Fence(cuda_in_order, cuda_in_order)\n"))
 
 
-def test_fence_at_cluster_scope_accepted_and_at_warpgroup_rejected():
+def test_fence_at_cluster_and_warpgroup_scope_accepted_and_at_half_warp_rejected():
     assert_ok(prog("Fence(cuda_in_order, cuda_in_order)", C=2))
-    assert_error(prog("""
+    # a warpgroup of a larger CTA fences with a named barrier (bar.sync id, 128)
+    assert_ok(prog("""
 for wg in cuda_threads(0, 1, unit=cuda_warpgroup):
+    Fence(cuda_in_order, cuda_in_order)
+"""))
+    assert_error(prog("""
+for h in cuda_threads(0, 2, unit=16 * cuda_thread):
     Fence(cuda_in_order, cuda_in_order)  # <-
 """), "collective", "matched no known case")
 

@@ -23,8 +23,9 @@ def test_hopper_gemm_accepted_with_expected_shardings(gemm):
     info = analyze(gemm)
     assert info.ok, "\n".join(str(d) for d in info.diagnostics)
     sh = {s.name: s for s in info.distributed.shardings}
-    assert [(d.extent, d.thread_pitch) for d in sh["D"].dims] == [(4, 32), (32, 1)]
-    assert sh["D"].dims[0].iterators == ("D.0", "w")
+    assert [(d.extent, d.thread_pitch) for d in sh["D"].dims] == [(2, 128), (4, 32), (32, 1)]
+    assert sh["D"].dims[0].iterators == ("wg",)
+    assert sh["D"].dims[1].iterators == ("D.0", "w")
     assert [(d.extent, d.thread_pitch) for d in sh["cg"].dims] == [(2, 128)]
     for name in ("sA", "sB", "raw", "war"):
         assert sh[name].n_distributed == 0

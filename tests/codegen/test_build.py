@@ -72,8 +72,8 @@ def test_missing_nvcc_is_a_usage_error(monkeypatch):
 
 def test_parse_ptxas():
     log = """ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function '_ZN3ns19exo_kernel0_matmulENS_4ArgsE' for 'sm_90a'
-ptxas info    : Function properties for _ZN3ns19exo_kernel0_matmulENS_4ArgsE
+ptxas info    : Compiling entry function '_ZN2ns18exo_kernel0_matmulENS_4ArgsE' for 'sm_90a'
+ptxas info    : Function properties for _ZN2ns18exo_kernel0_matmulENS_4ArgsE
     8 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
 ptxas info    : Used 44 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]
 """

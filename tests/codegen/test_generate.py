@@ -104,10 +104,10 @@ def test_sync_lowering_table():
     assert "cp.async.commit_group" in g["cp_async_copy"]
     assert "cp.async.wait_group 0" in g["cp_async_copy"]
     assert "cp.async.bulk.commit_group" in g["tma_store_scale"]
-    assert "cp.async.bulk.wait_group 0" in g["tma_store_scale"]
-    # generic stores handed to TMA: proxy fence around the CTA barrier
-    assert re.search(r"fence\.proxy\.async;.*\n.*barrier\.cta\.sync 0;.*\n.*fence\.proxy\.async;",
-                     g["tma_store_scale"])
+    assert "cp.async.bulk.wait_group.read 0" in g["tma_store_scale"]
+    # generic stores handed to TMA: proxy fence (shared memory only) around the CTA barrier
+    assert re.search(r"fence\.proxy\.async\.shared::cta;.*\n.*barrier\.cta\.sync 0;.*\n"
+                     r".*fence\.proxy\.async\.shared::cta;", g["tma_store_scale"])
     assert "exo_mbar_wait" in g["mbar_pingpong"] and "exo_mbar_arrive(" in g["mbar_pingpong"]
     assert "32 arrival(s) per phase" in g["mbar_pingpong"]
 

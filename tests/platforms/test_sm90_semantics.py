@@ -318,3 +318,22 @@ def test_tma_and_mn_major_wgmma_in_a_kernel_match_numpy():
     interpret(tma_wgmma_mn_major_tile, At=At, B=B, C=C)
     want = At.astype(np.float64).T @ B.astype(np.float64)
     assert np.allclose(C, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("T", ["f32", "bf16", "f16"])
+def test_store_acc_writes_the_accumulator_tile_rounded(T):
+    """``store_acc_m64n{W}_{T}``: the 64 x W column window of a wgmma accumulator (fragment
+    layout) lands in ``dst[m, n]``, rounded to T (W = one 128-byte swizzle row)."""
+    W = 128 // np.dtype(NP[T]).itemsize
+    C = rng.standard_normal((64, W)).astype(np.float32)
+    d = F.gather(C, F.wgmma_d, W // 2, warps=4).reshape(4, 32, W // 8, 2, 2).copy()
+    dst = np.zeros((64, W), NP[T])
+    interpret(getattr(sm90, f"store_acc_m64n{W}_{T}"), dst=dst, src=d)
+    assert np.array_equal(dst, C.astype(NP[T]))
+
+
+def test_store_acc_family_shapes():
+    assert sm90.Sm90_store_acc(f32) is sm90.store_acc_m64n32_f32
+    with pytest.raises(TypeError):
+        sm90.Sm90_store_acc(f32, 64)
+    assert sm90.Sm90_store_acc(bf16, swizzle=64).name == "store_acc_m64n32_bf16_sw64"

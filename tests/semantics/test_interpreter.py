@@ -307,6 +307,24 @@ def test_written_floor_div_index_does_not_vectorize():
     run_both(p, A=rand(16, np.float32), B=np.zeros(4, np.float32))
 
 
+def test_jointly_injective_dims_vectorize():
+    # B[i / 4, i % 4] = A[i]: neither dimension alone is injective in i, both together are
+    body = IR.loop("i", 0, 16, IR.assign("B", (cop("/", "i", 4), cop("%", "i", 4)),
+                                         rd("A", f32, "i")))
+    p = IR.proc("split", [IR.data("A", f32, 16), IR.data("B", f32, 4, 4)], [body])
+    assert loop_vectorization_blocker(body, {}) is None
+    A = rand(16, np.float32, 9)
+    out = run_both(p, A=A, B=np.zeros((4, 4), np.float32))
+    assert bits(out["B"]) == bits(A.reshape(4, 4))
+
+
+def test_jointly_non_injective_dims_do_not_vectorize():
+    # B[i / 4, i % 2] += A[i]: i and i + 2 (same group of 4, same parity) write one element
+    body = IR.loop("i", 0, 16, IR.reduce("B", (cop("/", "i", 4), cop("%", "i", 2)),
+                                         rd("A", f32, "i")))
+    assert loop_vectorization_blocker(body, {}) is not None
+
+
 def test_guarded_bodies_do_not_vectorize():
     inner = IR.if_(cop("<", "i", 5), [IR.assign("B", ("i",), rd("A", f32, "i"))],
                    [IR.assign("B", ("i",), lit(-1.0))])

@@ -30,8 +30,14 @@ def gemm_tile(M: size, N: size, K: size, A: bf16[M, K] @ CudaGmemLinear,
                 raw: barrier[K / 64 @ ring_buffer_by(4)] @ CudaMbarrier
                 war: barrier[K / 64 @ ring_buffer_by(4)] @ CudaMbarrierPreArrive(4)
                 cg: barrier[2] @ Sm90_WgmmaCommitGroup
-                with CudaWarps(0, 1, name="producer"):
-                    for k in seq(0, K / 64):
+                D: f32[2, 4, 32, 8, 2, 2] @ Sm90_RmemMatrixD
+                with CudaWarps(name="consumer"):
+                    for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
+                        wgmma_zero(D[wg, :, :, :, :, :])
+                # producer and consumers in one k loop: the sequential order is a valid
+                # schedule (an Await never precedes the Arrive it needs)
+                for k in seq(0, K / 64):
+                    with CudaWarps(0, 1, name="producer"):
                         Await(war[k], cuda_in_order, 0)
                         tma_load(64, 64, sA[k % 4, 0, :, :], tA[m * 128:m * 128 + 64,
                                                             k * 64:k * 64 + 64]) >> raw[k]
@@ -41,20 +47,19 @@ def gemm_tile(M: size, N: size, K: size, A: bf16[M, K] @ CudaGmemLinear,
                                                          k * 64:k * 64 + 64]) >> raw[k]
                         for t in cuda_threads(0, 1, unit=cuda_thread):
                             Arrive(cuda_temporal) >> raw[k]
-                with CudaWarps(name="consumer"):
-                    for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
-                        D: f32[4, 32, 8, 2, 2] @ Sm90_RmemMatrixD
-                        wgmma_zero(D[:, :, :, :, :])
-                        for k in seq(0, K / 64):
+                    with CudaWarps(name="consumer"):
+                        for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
                             Await(raw[k], cuda_generic_and_async_proxy, 0)
                             Fence(wgmma_fence_1, wgmma_fence_2)
                             for kk in seq(0, 4):
-                                wgmma(D[:, :, :, :, :], sA[k % 4, wg, :, kk * 16:kk * 16 + 16],
+                                wgmma(D[wg, :, :, :, :, :], sA[k % 4, wg, :, kk * 16:kk * 16 + 16],
                                       sB[k % 4, :, kk * 16:kk * 16 + 16])
                             Arrive(wgmma_async) >> cg[wg]
                             Await(cg[wg], cuda_in_order, 0)
                             for t in cuda_threads(0, 1, unit=cuda_thread):
                                 Arrive(cuda_in_order) >> war[k + 4]
+                with CudaWarps(name="consumer"):
+                    for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
                         for w in cuda_threads(0, 4, unit=cuda_warp):
                             for lane in cuda_threads(0, 32, unit=cuda_thread):
                                 for nb in seq(0, 8):
@@ -62,5 +67,5 @@ def gemm_tile(M: size, N: size, K: size, A: bf16[M, K] @ CudaGmemLinear,
                                         for c in seq(0, 2):
                                             C[m * 128 + wg * 64 + w * 16 + h * 8 + lane / 4,
                                               n * 64 + nb * 8 + (lane % 4) * 2 + c] = D[
-                                                w, lane, nb, h, c]
+                                                wg, w, lane, nb, h, c]
                 Fence(cuda_in_order, cuda_in_order)

@@ -94,15 +94,17 @@ def mbar_pingpong(N: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinea
             buf: f32[2, 32] @ CudaSmemLinear
             full: barrier[N / 32 @ ring_buffer_by(2)] @ CudaMbarrier
             empty: barrier[N / 32 @ ring_buffer_by(2)] @ CudaMbarrierPreArrive(2)
-            for w in cuda_threads(0, 2, unit=cuda_warp):
-                if w == 0:
-                    for i in seq(0, N / 32):
+            # producer (warp 0) and consumer (warp 1) interleaved in one loop: in sequential
+            # order every Await follows the Arrive it needs (separate loops would make the
+            # producer's Await on empty[2] precede the consumer's first release)
+            for i in seq(0, N / 32):
+                for w in cuda_threads(0, 2, unit=cuda_warp):
+                    if w == 0:
                         Await(empty[i], cuda_in_order, 0)
                         for l in cuda_threads(0, 32, unit=cuda_thread):
                             buf[i % 2, l] = A[32 * i + l]
                         Arrive(cuda_in_order) >> full[i]
-                else:
-                    for i in seq(0, N / 32):
+                    else:
                         Await(full[i], cuda_in_order, 0)
                         for l in cuda_threads(0, 32, unit=cuda_thread):
                             B[32 * i + l] = buf[i % 2, l]

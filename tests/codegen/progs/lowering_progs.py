@@ -1,0 +1,70 @@
+"""Kernels that pin the choice of two instruction forms (``exogpu_codegen/kernel_facts.py``):
+``cp.async.bulk.wait_group`` with or without ``.read``, and ``fence.proxy.async`` restricted to
+shared memory or not. Each is accepted by the static analyses (they are generated
+``unchecked``: the choice is about lowering, not about whether the program is race-free)."""
+
+from __future__ import annotations
+
+from exogpu_verify import *  # noqa: F403
+from exogpu_verify.platforms.sm90 import *  # noqa: F403
+
+tma_store = Sm90_tma_store(2, f32)
+tma_add = Sm90_tma_reduce_add(2, f32)
+tma_load = Sm90_tma_load(2, f32)
+
+
+def make(kind: str):
+    """``kind``: "read_back" (the kernel reads the stored tensor back with ordinary loads),
+    "store_twice" (one task stores the same tile twice), "reduce_twice" (two reduce-adds of
+    the same tile), "load_back" (a TMA load of the stored tensor)."""
+    READ_BACK = 1 if kind == "read_back" else 0
+    TWICE = 1 if kind in ("store_twice", "reduce_twice") else 0
+    ADD = 1 if kind == "reduce_twice" else 0
+    LOAD = 1 if kind == "load_back" else 0
+
+    @proc
+    def lowering(M: size, A: f32[M, 32] @ CudaGmemLinear, B: f32[M, 32] @ CudaGmemLinear):
+        assert M % 32 == 0
+        tB = B[:, :] @ Sm90_tensorMap(0, 32, 32)
+        with CudaDeviceFunction(blockDim=128):
+            for tm in cuda_tasks(0, M / 32):
+                tile: f32[32, 32] @ CudaSmemLinear
+                cg: barrier @ Sm90_TmaCommitGroup
+                for w in cuda_threads(0, 4, unit=cuda_warp):
+                    for c in cuda_threads(0, 32, unit=cuda_thread):
+                        for i in seq(0, 8):
+                            tile[8 * w + i, c] = A[32 * tm + 8 * w + i, c]
+                Fence(cuda_in_order, cuda_generic_and_async_proxy)
+                for w in cuda_threads(0, 1, unit=cuda_warp):
+                    for r in seq(0, 1 + TWICE):
+                        if ADD == 1:
+                            tma_add(32, 32, tB[32 * tm:32 * tm + 32, :], tile[:, :])
+                        else:
+                            tma_store(32, 32, tB[32 * tm:32 * tm + 32, :], tile[:, :])
+                        Arrive(tma_to_gmem_async) >> cg
+                        Await(cg, cuda_generic_and_async_proxy, 0)
+                Fence(cuda_in_order, cuda_in_order)
+                if LOAD == 1:
+                    back: f32[32, 32] @ CudaSmemLinear
+                    raw: barrier[1 @ ring_buffer_by(1)] @ CudaMbarrier
+                    for w in cuda_threads(0, 1, unit=cuda_warp):
+                        tma_load(32, 32, back[:, :], tB[32 * tm:32 * tm + 32, :]) >> raw[0]
+                        for t in cuda_threads(0, 1, unit=cuda_thread):
+                            Arrive(cuda_temporal) >> raw[0]
+                        Await(raw[0], cuda_in_order, 0)
+                    Fence(cuda_in_order, cuda_in_order)
+                if READ_BACK == 1:
+                    for w in cuda_threads(0, 4, unit=cuda_warp):
+                        for c in cuda_threads(0, 32, unit=cuda_thread):
+                            for i in seq(0, 8):
+                                A[32 * tm + 8 * w + i, c] = B[32 * tm + 8 * w + i, c]
+                Fence(cuda_in_order, cuda_in_order)
+
+    return lowering
+
+
+store_once = make("store_once")
+read_back = make("read_back")
+store_twice = make("store_twice")
+reduce_twice = make("reduce_twice")
+load_back = make("load_back")

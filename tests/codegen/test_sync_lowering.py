@@ -1,0 +1,59 @@
+"""Synchronization lowering choices: named barriers (``bar.sync id, n``), ``.read`` waits of
+TMA commit groups, and the state space of proxy fences (``exogpu_codegen/kernel_facts.py``)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from testlib import TESTS, load_path
+
+from exogpu_codegen.generate import generate
+
+NB = load_path(TESTS / "analysis" / "progs" / "named_barrier_progs.py")
+LP = load_path(TESTS / "codegen" / "progs" / "lowering_progs.py")
+
+
+def src(p) -> str:
+    return generate(p, unchecked=True).source
+
+
+def test_consumer_fence_is_a_named_barrier_of_256_threads():
+    s = src(NB.consumer_fence)
+    assert 'bar.sync 1, 256;' in s
+    assert s.count("barrier.cta.sync 0") == 2  # setup + the CTA Fence ending each task
+
+
+def test_per_warpgroup_fence_selects_its_id_from_the_iterator():
+    s = src(NB.wg_fence)
+    assert re.search(r'bar\.sync %0, 128;.*"r"\(uint32_t\(1 \+ wg\w*\)\)', s)
+
+
+def test_named_barrier_proxy_fence_brackets_the_barrier():
+    s = src(NB.tma_epilogue)
+    assert re.search(r"fence\.proxy\.async\.shared::cta;.*\n.*bar\.sync 1, 256;.*\n"
+                     r".*fence\.proxy\.async\.shared::cta;", s)
+
+
+@pytest.mark.parametrize("name,read", [("store_once", True), ("reduce_twice", True),
+                                       ("read_back", False), ("store_twice", False),
+                                       ("load_back", False)])
+def test_bulk_wait_read_only_when_nothing_needs_the_global_writes(name, read):
+    s = src(getattr(LP, name))
+    waits = re.findall(r"cp\.async\.bulk\.wait_group(\.read)? 0", s)
+    assert waits and all((w == ".read") == read for w in waits), waits
+
+
+@pytest.mark.parametrize("name,space", [("store_once", ".shared::cta"),
+                                        ("load_back", ".shared::cta"), ("read_back", "")])
+def test_proxy_fence_is_restricted_to_shared_memory_unless_global_meets_both_proxies(name,
+                                                                                    space):
+    """``read_back`` reads the TMA-stored tensor with ordinary loads: global memory is then
+    accessed through both proxies and the Fences' proxy fence covers every state space;
+    ``load_back`` reads it back with TMA (one proxy), which needs no global proxy fence."""
+    s = src(getattr(LP, name))
+    # the Fence(cuda_in_order, cuda_generic_and_async_proxy): proxy fence, barrier, proxy fence
+    m = re.search(r"fence\.proxy\.async([.:\w]*);.*\n.*barrier\.cta\.sync 0;.*\n"
+                  r".*fence\.proxy\.async([.:\w]*);", s)
+    assert m and m.group(1) == m.group(2) == space, m
