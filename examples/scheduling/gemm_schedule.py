@@ -22,41 +22,20 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
-from typing import NamedTuple
-
 from exogpu_verify import *  # noqa: F401,F403
 from exogpu_verify.platforms.sm90 import *  # noqa: F401,F403
 from exogpu_verify.schedule import *  # noqa: F401,F403
 
+from gemm_steps import (WARPS, Shape, check_equal, fragment_layout, fragment_loops,  # noqa
+                        span)
+from gemm_steps import spec as naive_spec
+
 VERIFY_SIZES = {"M": 128, "N": 256, "K": 128}
 
-
-class Shape(NamedTuple):
-    """A kernel of the family: input type ``"bf16"`` or ``"tf32"`` (f32 data on tf32 tensor
-    cores), CTA tile ``128 x tile_n``, ``stages`` SMEM slots in the ring."""
-
-    dtype: str = "bf16"
-    tile_n: int = 256
-    stages: int = 4
-
-    @property
-    def T(self):
-        return bf16 if self.dtype == "bf16" else f32
-
-    @property
-    def kb(self) -> int:  # K step: one 128-byte swizzle row of A and B
-        return 128 // self.T.nbytes
-
-    @property
-    def name(self) -> str:
-        return f"gemm_{self.dtype}_128x{self.tile_n}_s{self.stages}"
-
-
 DEFAULT = Shape()
-#: the shapes of the cooperative variants of the GEMM library (specs/gemm.py) this schedule
-#: reaches with one tile per task and the producer-side TMA-store epilogue
+#: shapes of the GEMM library's cooperative variants, here with one tile per task and the
+#: producer warp's TMA-store epilogue (gemm_library_schedule.py reaches the variants
+#: themselves)
 SHAPES = (DEFAULT, Shape("bf16", 128, 5), Shape("tf32", 256, 3), Shape("tf32", 128, 4))
 
 
@@ -72,60 +51,9 @@ def gemm(M: size, N: size, K: size, A: bf16[M, K], B: bf16[N, K], C: f32[M, N]):
                 C[i, j] += A[i, k] * B[j, k]
 
 
-WARPS = [CudaWarpConfig("producer", 4, setmaxnreg_dec=40),
-         CudaWarpConfig("consumer", 8, setmaxnreg_inc=232)]
-
-
 def spec(shape: Shape):
-    """The naive spec of ``shape`` (``gemm`` itself for the default shape)."""
-    if shape == DEFAULT:
-        return globals()["gemm"]
-    T, TN, KB = shape.T, shape.tile_n, shape.kb
-
-    @proc
-    def gemm(M: size, N: size, K: size, A: T[M, K], B: T[N, K], C: f32[M, N]):
-        assert M % 128 == 0
-        assert N % TN == 0
-        assert K % KB == 0
-        for i in seq(0, M):
-            for j in seq(0, N):
-                C[i, j] = 0.0
-                for k in seq(0, K):
-                    C[i, j] += A[i, k] * B[j, k]
-    return gemm
-
-
-# ---------------------------------------------------------------- reusable steps
-
-
-def fragment_layout(p, acc):
-    """An accumulator ``acc: f32[128, N]`` indexed ``[row, col]`` becomes the wgmma
-    fragment layout ``[wg, warp, lane, col / 8, row % 16 / 8, col % 2]`` with ``row = 64 wg +
-    16 warp + 8 h + lane / 4`` and ``col = 8 nb + 2 (lane % 4) + j`` (PTX ISA wgmma D
-    fragments): a relabeling of its elements."""
-    p = divide_dim(p, acc, 0, 64)         # [wg, 64, N]
-    p = divide_dim(p, acc, 1, 16)         # [wg, warp, 16, N]
-    p = divide_dim(p, acc, 2, 8)          # [wg, warp, h, g, N]
-    p = divide_dim(p, acc, 4, 8)          # [wg, warp, h, g, nb, 8]
-    p = divide_dim(p, acc, 5, 2)          # [wg, warp, h, g, nb, t, j]
-    p = rearrange_dim(p, acc, [0, 1, 3, 5, 4, 2, 6])  # [wg, warp, g, t, nb, h, j]
-    p = mult_dim(p, acc, 2, 3)            # [wg, warp, lane = 4 g + t, nb, h, j]
-    return simplify(p)
-
-
-def fragment_loops(p, rows, cols, names):
-    """A ``rows x cols`` (128 x N) nest becomes loops ``wg, warp, lane, nb, h, j`` over
-    the fragment layout (the inverse map of ``fragment_layout``)."""
-    wg, w, lane, nb, h, j = names
-    p = divide_loop(p, rows, 64, [wg, f"{wg}_r"], perfect=True)
-    p = divide_loop(p, f"{wg}_r", 16, [w, f"{w}_r"], perfect=True)
-    p = divide_loop(p, f"{w}_r", 8, [h, f"{h}_g"], perfect=True)
-    p = divide_loop(p, cols, 8, [nb, f"{nb}_r"], perfect=True)
-    p = divide_loop(p, f"{nb}_r", 2, [f"{h}_t", j], perfect=True)
-    for a, b in ((h, f"{h}_g"), (h, nb), (h, f"{h}_t"), (nb, f"{h}_t")):
-        p = reorder_loops(p, f"{a} {b}")
-    p = mult_loops(p, f"{h}_g {h}_t", lane)
-    return simplify(p)
+    """The naive spec of ``shape`` (``gemm`` above for the default one)."""
+    return gemm if shape == DEFAULT else naive_spec(shape)
 
 
 # ---------------------------------------------------------------- the schedule
@@ -139,11 +67,6 @@ BUGS = {
                       "before the TMA store reads C_smem)",
     "no_final_fence": "no Fence after the epilogue (C_smem is freed while TMA may read it)",
 }
-
-
-def span(first, last):
-    """The block of statements from cursor ``first`` to cursor ``last`` (same block)."""
-    return first.as_block().expand(0, last.path()[-1][1] - first.path()[-1][1])
 
 
 def schedule(shape: Shape = DEFAULT, show=None, bug: str | None = None):
@@ -254,13 +177,16 @@ def schedule(shape: Shape = DEFAULT, show=None, bug: str | None = None):
     p = replace(p, p.find_loop("jb").body()[0], Sm90_tma_store(2, f32))
     p = wrap_with_context(p, p.find_loop("jb"), CudaWarps(0, 1, name="producer"))
     st = p.find("C_smem[_] = D[_]").parent().parent()
-    p = fragment_loops(p, st, st.body()[0], ["we", "we_w", "we_l", "we_nb", "we_h", "we_j"])
+    p = divide_loop(p, st.body()[0], 32, ["c", "n2"], perfect=True)
+    p = reorder_loops(p, p.find_loop("c").parent())
+    p = divide_loop(p, p.find_loop("c").body()[0], 64, ["we", "m2"], perfect=True)
+    p = simplify(p)
+    p = replace(p, p.find_loop("m2"), Sm90_store_acc(f32))
     p = set_loop_mode(p, "we", CudaThreads(unit=cuda_warpgroup))
-    p = set_loop_mode(p, "we_w", CudaThreads(unit=cuda_warp))
-    p = set_loop_mode(p, "we_l", CudaThreads(unit=cuda_thread))
-    p = step("epilogue: each consumer thread stores its accumulator fragment to swizzled "
-             f"shared memory; one producer warp TMA-stores {TN // 32} blocks of 128 x 32",
-             wrap_with_context(p, p.find_loop("we"), CudaWarps(name="consumer")))
+    p = step("epilogue: each consumer warpgroup stores its accumulator to swizzled shared "
+             f"memory (store_acc, per 32 columns); one producer warp TMA-stores {TN // 32} "
+             "blocks of 128 x 32",
+             wrap_with_context(p, p.find_loop("c"), CudaWarps(name="consumer")))
     p = main_loop_sync(p, step, shape, bug)
     p = step("epilogue synchronization: fence.proxy.async before the TMA stores read C_smem, "
              "a bulk commit group waited before C_smem is freed", epilogue_sync(p, bug))
@@ -329,7 +255,7 @@ def epilogue_sync(p, bug=None):
     """Consumers' generic stores to C_smem reach the async proxy (fence.proxy.async) before
     the producer warp's TMA stores read it; the TMA stores complete (bulk commit group)
     before the shared memory is freed."""
-    st = p.find_loop("we").parent()
+    st = p.find_loop("c").parent()
     l2 = cuda_in_order if bug == "no_proxy_fence" else cuda_generic_and_async_proxy
     p = insert_fence(p, st.after(), cuda_in_order, l2)
     p = insert_barrier_alloc(p, p.find("C_smem : _").after(), "tcg", [], Sm90_TmaCommitGroup)
@@ -347,23 +273,6 @@ def epilogue_sync(p, bug=None):
 #: the scheduled kernel, so `exogpu-verify examples/scheduling/` proves it and `exogpu-codegen`
 #: generates it (the spec `gemm` runs on the host: nothing to synchronize, proven trivially).
 gemm_tma_wgmma = schedule()[-1][1]
-
-
-def check_equal(p0, p1, sizes=(("M", 128), ("N", 256), ("K", 128)), seed=0):
-    """Run both procs on the same random inputs; the outputs must be bitwise equal."""
-    import ml_dtypes
-
-    rng = np.random.default_rng(seed)
-    sz = dict(sizes)
-    M, N, K = sz["M"], sz["N"], sz["K"]
-    dt = ml_dtypes.bfloat16 if p0.param("A").type.scalar.name == "bf16" else np.float32
-    A = rng.standard_normal((M, K)).astype(dt)
-    B = rng.standard_normal((N, K)).astype(dt)
-    C0 = np.full((M, N), np.nan, np.float32)
-    C1 = C0.copy()
-    interpret(p0, M=M, N=N, K=K, A=A, B=B, C=C0)
-    interpret(p1, M=M, N=N, K=K, A=A, B=B, C=C1)
-    return np.array_equal(C0, C1)
 
 
 def main(argv=None) -> int:

@@ -6,6 +6,7 @@ refuted at a spec line with the step that made the statement."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from testlib import ROOT, load_path
@@ -16,6 +17,8 @@ from exogpu_verify.schedule import derivation, replay, walkthrough
 pytestmark = pytest.mark.slow
 
 EX = ROOT / "examples" / "scheduling"
+if str(EX) not in sys.path:  # the example scripts import their shared steps (gemm_steps.py)
+    sys.path.insert(0, str(EX))
 
 
 @pytest.fixture(scope="module")
