@@ -172,7 +172,8 @@ def f(N: size, X: f32[N + 1], Y: f32[N + 1]):
     runs = {"0": False, "2": lo < 2, "1": lo < 1, "N": lo < 2, "N - 2": False}[hi]
     # idempotent for a fixed j (X[j + 1] = X[j] writes and reads different elements)
     idem = "+=" not in body and body != "X[j] = X[j] * 2.0"
-    if not runs or "[r]" in body or not idem:
+    once = {"2": lo == 1, "1": lo == 0}.get(hi, False)  # exactly one iteration: a scope
+    if not runs or "[r]" in body or not (idem or once):
         assert p1 is None
         return
     assert p1 is not None
