@@ -108,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
                                     hint="fix the kernel, or pass --allow-unhealthy to keep it")
                 if not g.gate.checked:
                     line += "  [UNCHECKED]"
+                elif g.gate.derivation:
+                    line += f"\n  {g.gate.derivation}"
+                    rec["derivation"] = g.gate.derivation
                 rec["ok"] = True
                 if not args.json:
                     print(line)

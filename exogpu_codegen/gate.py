@@ -32,10 +32,13 @@ class GateResult:
     checked: bool
     program_hash: str
     note: str
+    #: for a scheduled proc: "derived from p1 (file:line) by k checked steps (j unsafe)"
+    derivation: str | None = None
 
     def header_lines(self) -> list[str]:
         if self.checked:
-            return [f"// proof: {self.note}"]
+            return [f"// proof: {self.note}"] + (
+                [f"// {self.derivation}"] if self.derivation else [])
         return ["// UNCHECKED: generated with --unchecked (unchecked=True); the synchronization of",
                 "// this program was NOT proven race-free: no certificate was checked.",
                 f"// ({self.note})"]
@@ -72,9 +75,11 @@ def check_gate(p: Procedure, unchecked: bool = False, proof_dir: str | None = No
                     f"{proof_dir} (expected {path})", hint=hint, node=p)
     r = recheck_certificate(path, p)
     if r.ok:
+        from exogpu_verify.ir.derivation import derivation
+
         return GateResult(True, h, f"checked certificate {path.name} (sha256:{h[:16]}...; "
                           f"{r.obligations} obligations re-derived and re-decided by isl, Z3 "
-                          "and cvc5)")
+                          "and cvc5)", derivation(p))
     shown = r.problems[:4]
     more = f" (and {len(r.problems) - 4} more)" if len(r.problems) > 4 else ""
     raise usage(f"refusing to generate code for '{p.name}': its certificate {path} is "

@@ -25,7 +25,18 @@ def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
     ``verify(p)`` proves all sizes (``auto``: symbolic, falling back to the module's
     ``VERIFY_SIZES``); ``verify(p, sizes={...})`` checks those sizes concretely (LANGUAGE.md);
     ``mode="auto"`` with sizes tries the all-size proof first and uses the sizes as fallback.
+    A scheduled ``p`` also reports where it comes from (``extra["derivation"]``: "derived
+    from p1 (file:line) by k checked steps (j unsafe)").
     """
+    r = _verify(p, sizes, mode, timeout_s)
+    if isinstance(p, Procedure) and p.provenance:
+        from .ir.derivation import derivation
+
+        r.extra["derivation"] = derivation(p)
+    return r
+
+
+def _verify(p, sizes, mode, timeout_s) -> Report:
     t0 = time.perf_counter()
     if mode is None:
         mode = "concrete" if sizes else "auto"

@@ -106,6 +106,8 @@ class Output:
             at = "  at " + (", ".join(f"{k}={v}" for k, v in r.sizes.items()) or "(no sizes)")
         self.console.print(f"[{style}]{r.verdict:>8}[/]  {escape(str(path))}::{escape(label)}"
                            + at + (f"  [dim]{escape(r.reason)}[/]" if r.reason else ""))
+        if r.extra.get("derivation"):
+            self.console.print(f"          [dim]{escape(r.extra['derivation'])}[/]")
         for d in r.diagnostics:
             self.console.print(escape(render(d)))
         if r.witness is not None:

@@ -57,6 +57,10 @@ class Diagnostic:
             raise ValueError(f"unknown diagnostic kind {kind!r}")
         if srcinfo is None:
             return Diagnostic(kind, message, None, None, None, hint, notes, secondary)
+        via = getattr(srcinfo, "via", None)
+        if via:  # a statement made by a scheduling rewrite, located at its spec line
+            notes = tuple(notes) + (f"this statement was made by scheduling {via}, from the "
+                                    "statement at this line",)
         return Diagnostic(kind, message, srcinfo.file, srcinfo.line, srcinfo.col, hint,
                           notes, secondary)
 
@@ -177,4 +181,5 @@ class Report:
             "witness": self.witness.to_json() if self.witness else None,
             "stages": list(self.stages),
             "seconds": round(self.seconds, 4),
+            "derivation": self.extra.get("derivation"),
         }

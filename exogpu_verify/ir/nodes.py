@@ -416,6 +416,10 @@ class Rewrite:
     unsafe: bool = False
     #: statement-path forwarding from the input procedure (set by ``exogpu_verify.schedule``)
     forward: object = field(default=None, compare=False, repr=False)
+    #: how the rewrite was called (``schedule.record.Call``), for replaying the schedule
+    call: object = field(default=None, compare=False, repr=False)
+    #: sha256 of the printed result procedure
+    result_hash: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,9 @@ class SrcInfo:
     line: int
     col: int = 0
     text: str | None = field(default=None, compare=False, repr=False)
+    #: for a statement made by a scheduling rewrite: which step made it (``"step 18:
+    #: stage_mem"``); the location is then the spec statement it came from
+    via: str | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col + 1}"

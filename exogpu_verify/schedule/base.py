@@ -16,7 +16,7 @@ from ..ir.types import index
 from .cursors import (ArgCursor, BlockCursor, Cursor, ExprCursor, Forwarder, GapCursor,
                       InvalidCursor, StmtCursor, find, find_alloc_or_arg, find_loop, forward)
 from .errors import SchedulingError
-from .irtools import block_of
+from .irtools import block_of, valid_path
 
 
 def check_proc(p) -> None:
@@ -25,6 +25,9 @@ def check_proc(p) -> None:
 
 
 def _fwd(p, c):
+    if not isinstance(c, Cursor):
+        raise SchedulingError(f"expected a cursor or a pattern string, got "
+                              f"{type(c).__name__} {c!r}", p)
     if isinstance(c, InvalidCursor):
         raise SchedulingError(f"invalid cursor: {c.why}", p)
     if c.proc() is not p:
@@ -81,6 +84,20 @@ def block_cursor(p, c) -> BlockCursor:
 
 
 def gap_cursor(p, c) -> GapCursor:
+    """A gap: a ``GapCursor``, a statement cursor (the gap before it), or a pattern string
+    ``"after: <stmt pattern>"`` / ``"before: <stmt pattern>"``."""
+    if isinstance(c, str):
+        side, sep, pat = c.partition(":")
+        if not sep or side.strip() not in ("before", "after") or not pat.strip():
+            raise SchedulingError(
+                f"expected a gap, got the pattern {c!r}: a statement pattern does not say on "
+                "which side of the statement; write 'after: <pattern>' or 'before: "
+                "<pattern>', or pass p.find(pattern).after() / .before()", p)
+        sc = stmt_cursor(p, pat.strip())
+        return sc.after() if side.strip() == "after" else sc.before()
+    if not isinstance(c, Cursor):
+        raise SchedulingError(f"expected a gap cursor (c.before() / c.after()) or an "
+                              f"'after: <pattern>' string, got {type(c).__name__}", p)
     c = _fwd(p, c)
     if isinstance(c, StmtCursor):
         c = c.before()
@@ -170,7 +187,8 @@ def parse_expr(p, where: tuple, text, kind: str = "control", env: dict | None = 
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
-        raise SchedulingError(f"cannot parse expression {text!r}: {e.msg}", p) from None
+        raise SchedulingError(f"cannot parse expression {text!r}: {e.msg}", p,
+                              near(p, where)) from None
     try:
         if kind == "control":
             return r.control(node, "expression")
@@ -180,7 +198,19 @@ def parse_expr(p, where: tuple, text, kind: str = "control", env: dict | None = 
             return r.window(node)
         return r.data(node)
     except ExoGpuError as e:
-        raise SchedulingError(f"in {text!r}: {e.diagnostic.message}", p) from None
+        raise SchedulingError(f"in {text!r}: {e.diagnostic.message}", p,
+                              near(p, where)) from None
+
+
+def near(p, where) -> list:
+    """The statement at (or just before) the scope ``where = (parent, field, index)``, as
+    the location of an error about an expression written there."""
+    parent, field, i = where
+    for k in (i, i - 1):
+        path = tuple(parent) + ((field, k),)
+        if k >= 0 and valid_path(p, path):
+            return [path]
+    return [tuple(parent)] if parent else []
 
 
 def where_of(c) -> tuple:
@@ -228,22 +258,35 @@ def _arg_text(a) -> str:
 
 def finish(old: N.Procedure, new: N.Procedure, name: str, args, checked: str,
            fwd=None, unsafe: bool = False, validate: bool = True) -> N.Procedure:
-    """Append the provenance record and re-check the result is a well-formed program."""
-    if validate:
-        revalidate(new, name)
+    """Append the provenance record and re-check the result is a well-formed program.
+
+    Statements the rewrite made get the location of the spec statement it started from
+    (its first cursor argument), marked with this step (``locate``)."""
+    from .locate import locate, origin_of
+
+    from ..ir.derivation import program_hash
+    from .record import current_call
+    from .trace import log_step
+
+    new = locate(new, origin_of(args), f"step {len(old.provenance) + 1}: {name}")
+    text = revalidate(new, name) if validate else None
     rw = N.Rewrite(name, ", ".join(_arg_text(a) for a in args), checked, unsafe,
-                   Forwarder(old, fwd if fwd is not None else (lambda path: path)))
-    return replace(new, provenance=old.provenance + (rw,), module=old.module)
+                   Forwarder(old, fwd if fwd is not None else (lambda path: path)),
+                   current_call(), program_hash(new, text))
+    out = replace(new, provenance=old.provenance + (rw,), module=old.module)
+    log_step(old, out)
+    return out
 
 
-def revalidate(p: N.Procedure, name: str) -> None:
+def revalidate(p: N.Procedure, name: str) -> str:
     """The printed result must parse back (scope, type and structural rules of the
     frontend); a failure is reported as a scheduling error on this rewrite."""
     text = print_proc(p)
     try:
-        parse_proc_source(text, roundtrip_env(p), instr_info=p.instr)
+        parse_proc_source(text, roundtrip_env(p), file="<schedule check>", instr_info=p.instr)
     except ExoGpuError as e:
         raise SchedulingError(f"{name} would produce an ill-formed program: "
                               f"{e.diagnostic.message} (line {e.diagnostic.line} of the "
                               f"result)", p) from None
+    return text
 

@@ -1,5 +1,5 @@
 """Buffer rewrites: lift_alloc, sink_alloc, expand_dim, divide_dim, rearrange_dim,
-stage_mem, set_memory, set_precision, inline_window."""
+set_memory, set_precision, inline_window (stage_mem: stage.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ from dataclasses import replace
 from ..ir.printer import expr_str
 from ..ir import nodes as N
 from ..ir.affine import const_value
-from ..ir.memories import CudaRmem, DRAM, Memory
+from ..ir.memories import Memory
 from ..ir.types import ScalarType
 from . import deps as D
-from .base import (alloc_cursor, block_cursor, check_proc, finish, parse_expr, stmt_cursor,
+from .base import (alloc_cursor, check_proc, finish, parse_expr, stmt_cursor,
                    where_of)
 from .cursors import fwd_splice
 from .errors import SchedulingError
-from .irtools import (add, block_of, cmp, conj, const, div, expr_walk, mod, names_used, node_at,
-                      window_composers,
-                      simp, splice, sub, var, walk)
+from .irtools import (block_of, cmp, conj, const, div, expr_walk, mod, names_used, node_at,
+                      simp, splice, sub, walk, walk_paths, window_composers)
+from .record import primitive
 
 # ---------------------------------------------------------------- access mapping
 
@@ -91,6 +91,7 @@ def _replace_scope(proc, path, new_alloc, new_rest):
 # ---------------------------------------------------------------- lift / sink
 
 
+@primitive
 def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
     """Move an allocation out of the enclosing loop/if/CudaWarps ``n_lifts`` times."""
     check_proc(proc)
@@ -98,6 +99,7 @@ def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
     p, path = proc, c.path()
     a = c.node()
     fwds = []
+    notes = ["shape independent of the loops left"]
     for _ in range(n_lifts):
         if len(path) < 2:
             raise SchedulingError("lift_alloc: the allocation is already at the top level", p,
@@ -114,6 +116,11 @@ def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
             if par.iter in shape_vars:
                 raise SchedulingError(f"lift_alloc: the shape depends on loop variable "
                                       f"'{par.iter}'", p, [path])
+            if isinstance(a, N.Alloc):
+                _no_carried_value(p, parent_path, path[-1][1] + 1, a.name, "lift_alloc",
+                                  [path])
+                notes.append(f"no read in an iteration of '{par.iter}' sees an element of "
+                             f"'{a.name}' written in an earlier iteration (isl)")
         field, i = path[-1]
         blk = block_of(par, field)
         newpar = replace(par, **{field: blk[:i] + blk[i + 1:]}) if len(blk) > 1 else \
@@ -135,10 +142,36 @@ def lift_alloc(proc, alloc_cursor_, n_lifts: int = 1):
         path = gp + ((gf, gi),)
     from .cursors import fwd_compose
 
-    return finish(proc, p, "lift_alloc", [c, n_lifts],
-                  "shape independent of the loops left; contents persist across iterations "
-                  "(the sequential meaning never depends on uninitialized contents)",
-                  fwd_compose(*fwds))
+    return finish(proc, p, "lift_alloc", [c, n_lifts], "; ".join(notes), fwd_compose(*fwds))
+
+
+def _no_carried_value(p, loop_path, first, name, who, marks):
+    """A buffer allocated in (or sunk into) the body of the loop at ``loop_path``, used by
+    its statements ``first..``: the allocation may move across the loop only if no read in
+    an iteration sees an element written in an earlier one (a fresh allocation would read
+    uninitialized data there, a lifted one the earlier value)."""
+    from .flow import carried
+
+    loop = node_at(p, loop_path)
+    vs, cs = D.context(p, loop_path)
+    stmts = loop.body[first:]
+    paths = [loop_path + (("body", k),) for k in range(first, len(loop.body))]
+    acc = [x for x in D.collect(p, stmts, paths, extra_vars=[(loop.iter, loop.lo, loop.hi)])
+           if x.buf == name]
+    reads = [x for x in acc if x.kind in ("R", "RED")]
+    writes = [x for x in acc if x.kind in ("W", "RED")]
+    hit = carried(p, vs, cs, loop.iter, reads, writes, len(loop_path))
+    if hit is not None:
+        r, w, sample = hit
+        raise SchedulingError(
+            f"{who}: '{name}' would carry values between iterations of '{loop.iter}': "
+            f"{_kind(r)} {r.text} can see the element {_kind(w)} {w.text} stored in an "
+            f"earlier iteration (e.g. {sample}), because nothing earlier in its own iteration "
+            "overwrites it", p, list(marks) + sorted({r.path, w.path}))
+
+
+def _kind(a):
+    return {"R": "the read", "W": "the write", "RED": "the reduction"}[a.kind]
 
 
 def _alloc_exprs(a):
@@ -147,6 +180,7 @@ def _alloc_exprs(a):
     return [d.extent for d in a.dims]
 
 
+@primitive
 def sink_alloc(proc, alloc_cursor_):
     """Move an allocation into the loop/if that immediately follows it. For a loop, no
     value may flow between iterations through the buffer: every read must be covered by a
@@ -164,27 +198,10 @@ def sink_alloc(proc, alloc_cursor_):
         raise SchedulingError(f"sink_alloc: '{a.name}' is used after the loop/if", proc, [path])
     checked = "not used after the scope"
     if isinstance(s, N.For) and isinstance(a, N.Alloc):
-        vs, cs = D.context(proc, spath)
-        ev = [(s.iter, s.lo, s.hi)]
-        acc = D.collect(proc, s.body, [spath + (("body", k),) for k in range(len(s.body))],
-                        extra_vars=ev)
-        mine = [x for x in acc if x.buf == a.name]
-        writes = [x for x in mine if x.kind in ("W", "RED")]
-        reads = [x for x in mine if x.kind in ("R", "RED")]
+        _no_carried_value(proc, spath, 0, a.name, "sink_alloc", [path, spath])
         it = s.iter
-        depth = len(spath)
-        reads = [r for r in reads if r.kind == "RED" or not D.covered(
-            proc, vs, cs, r, [w for w in writes if w.kind == "W"
-                              and w.path[depth][1] < r.path[depth][1]], it)]
-        hard, _ = D.find_conflicts(proc, vs, cs, writes, reads,
-                                   lambda ra, rb: [f"{ra[it]} < {rb[it]}"])
-        if hard:
-            x = hard[0]
-            raise SchedulingError(f"sink_alloc: '{a.name}' carries values from one iteration of "
-                                  f"'{it}' to a later one", proc, [path, spath],
-                                  dependence=x.describe())
-        checked += (f"; no element written in one iteration of '{it}' is read in a later one "
-                    "unless an earlier statement of that iteration overwrote it (isl)")
+        checked += (f"; no read in an iteration of '{it}' sees an element written in an "
+                    "earlier iteration (isl)")
     elif isinstance(s, N.If) and s.orelse and a.name in names_used(s.orelse):
         raise SchedulingError("sink_alloc: the buffer is used in the else branch too", proc,
                               [path])
@@ -229,6 +246,7 @@ def _uses_in_context(proc, path, name):
     return [x for x in acc if x.buf == name]
 
 
+@primitive
 def expand_dim(proc, alloc_cursor_, alloc_dim, indexing_expr):
     """Add a leading dimension of extent ``alloc_dim``, indexed everywhere by
     ``indexing_expr`` (over variables in scope at the allocation, so constant during the
@@ -253,6 +271,7 @@ def expand_dim(proc, alloc_cursor_, alloc_dim, indexing_expr):
                   "buffer's lifetime: an injective relabeling of elements")
 
 
+@primitive
 def divide_dim(proc, alloc_cursor_, dim_idx: int, quotient: int):
     """Split dimension ``dim_idx`` (extent divisible by ``quotient``) into
     ``[extent / quotient, quotient]`` indexed by ``i / quotient, i % quotient``."""
@@ -299,6 +318,7 @@ def divide_dim(proc, alloc_cursor_, dim_idx: int, quotient: int):
                   f"proved {expr_str(ext)} % {q} == 0: i -> (i / {q}, i % {q}) is a bijection")
 
 
+@primitive
 def rearrange_dim(proc, alloc_cursor_, permute_vector):
     """Permute the dimensions of an allocation (and every index into it)."""
     check_proc(proc)
@@ -320,10 +340,25 @@ def rearrange_dim(proc, alloc_cursor_, permute_vector):
 # ---------------------------------------------------------------- memory and precision
 
 
+@primitive
 def set_memory(proc, alloc_cursor_, memory):
-    """Place an allocation in another memory (an annotation: sequential meaning unchanged;
-    the result must still respect scope and argument-memory rules)."""
+    """Place an allocation, or a data parameter (its name or argument cursor), in another
+    memory (an annotation: sequential meaning unchanged; the result must still respect scope
+    and argument-memory rules, and callers pass arrays in the new memory)."""
     check_proc(proc)
+    from .cursors import ArgCursor
+
+    arg = alloc_cursor_.name() if isinstance(alloc_cursor_, ArgCursor) else alloc_cursor_
+    if isinstance(arg, str) and proc.param(arg.strip()) is not None:
+        prm = proc.param(arg.strip())
+        if not isinstance(memory, Memory):
+            raise SchedulingError(f"set_memory: {memory!r} is not a memory", proc)
+        if not prm.is_data:
+            raise SchedulingError(f"set_memory: '{prm.name}' is a control parameter", proc)
+        params = tuple(replace(q, mem=memory) if q.name == prm.name else q
+                       for q in proc.params)
+        return finish(proc, replace(proc, params=params), "set_memory", [prm.name, memory],
+                      "annotation: sequential meaning unchanged (the parameter's placement)")
     c = alloc_cursor(proc, alloc_cursor_)
     if not isinstance(memory, Memory):
         raise SchedulingError(f"set_memory: {memory!r} is not a memory", proc, [c.path()])
@@ -335,6 +370,7 @@ def set_memory(proc, alloc_cursor_, memory):
                   "annotation: sequential meaning unchanged (placement only)")
 
 
+@primitive
 def set_precision(proc, alloc_cursor_, typ):
     """Change an allocation's scalar type. Value-sensitive and not proven: recorded unsafe."""
     check_proc(proc)
@@ -384,6 +420,7 @@ def _dt(e):
 # ---------------------------------------------------------------- windows
 
 
+@primitive
 def inline_window(proc, winstmt_cursor):
     """Replace a window statement ``w = A[...]`` by its definition at every use."""
     check_proc(proc)
@@ -392,8 +429,17 @@ def inline_window(proc, winstmt_cursor):
     if not isinstance(w, N.WindowStmt):
         raise SchedulingError("inline_window: expected a window statement", proc, [path])
     if w.special is not None:
-        raise SchedulingError("inline_window: tensor-map windows are kept (they are encoded "
-                              "on the host)", proc, [path])
+        # a tensor map is an alias like any window for plain accesses; an instruction that
+        # takes a tensor-map parameter needs the map itself
+        parent, (field, i) = path[:-1], path[-1]
+        blk = block_of(node_at(proc, parent), field)
+        for upath, s in walk_paths(blk, parent, field):
+            if upath[len(parent)][1] > i and isinstance(s, N.Call) and any(
+                    isinstance(a, N.WindowExpr) and a.name == w.name for a in s.args):
+                raise SchedulingError(
+                    f"inline_window: '{w.name}' is passed to {s.callee.name}, which takes a "
+                    f"tensor map ({w.special}); inlining would pass the plain tensor "
+                    f"'{w.rhs.name}'", proc, [path, upath])
     base = w.rhs
 
     fp, fw = window_composers(base)
@@ -406,175 +452,10 @@ def inline_window(proc, winstmt_cursor):
                   fwd_splice(parent, field, i, i + 1, 0))
 
 
-# ---------------------------------------------------------------- stage_mem
-
-
-def stage_mem(proc, block_cursor_, win_expr, new_buf_name: str, accum: bool = False,
-              mem=None):
-    """Stage the window ``win_expr`` of a buffer into a new buffer around a block: load
-    before (if the block reads or writes it), store after (if it writes), or with
-    ``accum=True`` zero-initialize, reduce, and add back (reassociation: recorded unsafe).
-    Every access of the block must provably lie inside the window (isl); the window must
-    lie inside the buffer. ``mem`` defaults to DRAM at CPU scope and CudaRmem in a kernel."""
-    check_proc(proc)
-    b = block_cursor(proc, block_cursor_)
-    from .loops import _check_fresh
-
-    _check_fresh(proc, [new_buf_name], b.paths()[0])
-    where = where_of(b)
-    w = parse_expr(proc, where, win_expr, kind="window")
-    name = w.name
-    stmts, paths = b.stmts(), b.paths()
-    vs, cs = D.context(proc, paths[0])
-    acc = D.collect(proc, stmts, paths)
-    mine = [x for x in acc if x.buf == name]
-    aliases = D.window_aliases(proc)
-    direct = names_used(stmts)
-    if any(al in direct and _base(al, aliases) == name for al in aliases):
-        raise SchedulingError(f"stage_mem: the block accesses '{name}' through a window alias; "
-                              "inline_window first", proc, paths)
-    shape = _shape_of(proc, name)
-    # the window lies inside the buffer
-    for d, (x, ext) in enumerate(zip(w.idx, shape)):
-        if isinstance(x, N.Point):
-            ok = D.prove(proc, vs, cs, conj(cmp("<=", const(0), x.pt), cmp("<", x.pt, ext)))
-        else:
-            ok = D.prove(proc, vs, cs, conj(cmp("<=", const(0), x.lo),
-                                            conj(cmp("<=", x.lo, x.hi), cmp("<=", x.hi, ext))))
-        if not ok:
-            raise SchedulingError(f"stage_mem: cannot prove dimension {d} of the window "
-                                  f"{expr_str(w)} lies inside '{name}'", proc, paths)
-    # every access lies inside the window
-    for x in mine:
-        for d, (ix, wa) in enumerate(zip(x.idx, w.idx)):
-            if isinstance(wa, N.Point):
-                lo, hi = wa.pt, add(wa.pt, const(1))
-            else:
-                lo, hi = wa.lo, wa.hi
-            if ix[0] == "pt":
-                cond = conj(cmp("<=", lo, ix[1]), cmp("<", ix[1], hi))
-            else:
-                cond = conj(cmp("<=", lo, ix[1]), cmp("<=", ix[2], hi))
-            if not D.prove(proc, vs + x.vars, cs + x.cons, cond):
-                raise SchedulingError(f"stage_mem: access {x.text} may fall outside the window "
-                                      f"{expr_str(w)} (dimension {d})", proc, [x.path])
-    kinds = {x.kind for x in mine}
-    if accum and kinds - {"RED"}:
-        raise SchedulingError("stage_mem(accum=True): the block must only reduce (+=) into "
-                              "the window", proc, paths)
-    ivs = [x for x in w.idx if isinstance(x, N.Interval)]
-    new_shape = [sub(x.hi, x.lo) for x in ivs]
-    in_cuda = _in_cuda_path(proc, paths[0])
-    if mem is None:
-        mem = CudaRmem if in_cuda else DRAM
-    if in_cuda and any(const_value(e) is None for e in new_shape):
-        raise SchedulingError("stage_mem: a device buffer needs a constant-size window", proc,
-                              paths)
-    new_shape = [const(const_value(e)) if const_value(e) is not None else e for e in new_shape]
-    scalar = _scalar(proc, name)
-
-    def fp(idx):
-        out, k = [], 0
-        for x, e in zip(w.idx, idx):
-            if isinstance(x, N.Interval):
-                out.append(sub(e, x.lo))
-        return tuple(out)
-
-    def fwin(widx):
-        out = []
-        for x, e in zip(w.idx, widx):
-            if isinstance(x, N.Interval):
-                out.append(N.Point(sub(e.pt, x.lo)) if isinstance(e, N.Point) else
-                           N.Interval(sub(e.lo, x.lo), sub(e.hi, x.lo)))
-        return tuple(out)
-
-    body = map_buffer(stmts, name, fp, fwin, new_name=new_buf_name)
-    taken = names_used(stmts) | {p.name for p in proc.params}
-    from .irtools import all_names
-
-    taken |= all_names(proc) | {new_buf_name}
-    iters = []
-    for k in range(len(ivs)):
-        nm = f"i{k}"
-        j = 0
-        while nm in taken:
-            nm = f"i{k}_{j}"
-            j += 1
-        taken.add(nm)
-        iters.append(nm)
-
-    def copy_nest(make):
-        src_idx, k = [], 0
-        for x in w.idx:
-            if isinstance(x, N.Point):
-                src_idx.append(x.pt)
-            else:
-                src_idx.append(add(x.lo, var(iters[k])))
-                k += 1
-        dst_idx = tuple(var(n) for n in iters)
-        stmt = make(tuple(src_idx), dst_idx)
-        for n, ext in reversed(list(zip(iters, new_shape))):
-            stmt = N.For(n, const(0), ext, N.Seq(), (stmt,))
-        return stmt
-
-    alloc = N.Alloc(new_buf_name, N.TensorType(scalar, tuple(new_shape)), mem)
-    pre, post = [alloc], []
-    unsafe = False
-    notes = [f"every access to '{name}' in the block lies in {expr_str(w)}, which lies "
-             f"inside '{name}' (isl)"]
-    if accum:
-        zero = N.Const(0.0, scalar)
-        pre.append(copy_nest(lambda s_, d_: N.Assign(new_buf_name, d_, zero)))
-        post.append(copy_nest(lambda s_, d_: N.Reduce(name, s_, N.Read(new_buf_name, d_,
-                                                                        scalar))))
-        unsafe = True
-        notes.append("accum: the block's reductions are summed separately and added back "
-                     "(reassociation: exact in real arithmetic, floating-point rounding may "
-                     "differ)")
-    else:
-        if kinds:
-            pre.append(copy_nest(lambda s_, d_: N.Assign(new_buf_name, d_,
-                                                         N.Read(name, s_, scalar))))
-        if kinds & {"W", "RED"}:
-            post.append(copy_nest(lambda s_, d_: N.Assign(name, s_,
-                                                          N.Read(new_buf_name, d_, scalar))))
-        notes.append("load/store copies are exact (same precision)")
-    parent, field, lo, hi = b._parent, b._field, b._lo, b._hi
-    p2 = splice(proc, parent, field, lo, hi, pre + list(body) + post)
-    npre = len(pre)
-
-    def inner(k, rest):
-        return parent + ((field, k + npre),) + rest
-
-    return finish(proc, p2, "stage_mem", [b, win_expr, new_buf_name, accum], "; ".join(notes),
-                  fwd_splice(parent, field, lo, hi, hi - lo + npre + len(post), inner),
-                  unsafe=unsafe)
-
-
-def _base(n, aliases):
-    while n in aliases:
-        n = aliases[n].name
-    return n
-
-
-def _shape_of(proc, name):
-    prm = proc.param(name)
-    if prm is not None and prm.is_data:
-        return prm.type.shape
-    for s in walk(proc.body):
-        if isinstance(s, N.Alloc) and s.name == name:
-            return s.type.shape
-    raise SchedulingError(f"stage_mem: '{name}' is not a tensor of {proc.name}", proc)
-
-
 def _scalar(proc, name):
-    prm = proc.param(name)
-    if prm is not None and prm.is_data:
-        return prm.type.scalar
-    for s in walk(proc.body):
-        if isinstance(s, N.Alloc) and s.name == name:
-            return s.type.scalar
-    raise SchedulingError(f"'{name}' is not a tensor", proc)
+    from .bufinfo import tensor_scalar
+
+    return tensor_scalar(proc, name)
 
 
 def _in_cuda_path(p, path) -> bool:
@@ -586,4 +467,4 @@ def _in_cuda_path(p, path) -> bool:
 
 
 __all__ = ["lift_alloc", "sink_alloc", "expand_dim", "divide_dim", "rearrange_dim",
-           "set_memory", "set_precision", "inline_window", "stage_mem"]
+           "set_memory", "set_precision", "inline_window"]

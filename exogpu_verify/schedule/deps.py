@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import islpy as isl
 
@@ -39,6 +40,9 @@ class Access:
     cons: list = field(default_factory=list)  # local guard conditions (IR)
     path: tuple = ()  # statement path of the access
     text: str = ""
+    #: a write that certainly stores every element of ``idx`` (an element assignment, or a
+    #: call whose callee assigns its whole window argument): it can hide earlier values
+    covers: bool = False
 
 
 # ---------------------------------------------------------------- contexts
@@ -145,7 +149,8 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
             name, idx = _resolve(s.name, tuple(("pt", i) for i in s.idx), aliases)
             kind = "W" if isinstance(s, N.Assign) else "RED"
             lhs = s.name + (f"[{', '.join(expr_str(i) for i in s.idx)}]" if s.idx else "")
-            out.append(Access(name, kind, idx, list(vs), list(cs), path, lhs))
+            out.append(Access(name, kind, idx, list(vs), list(cs), path, lhs,
+                              covers=kind == "W"))
         elif isinstance(s, N.For):
             nv = vs + [(s.iter, s.lo, s.hi)]
             for k, c in enumerate(s.body):
@@ -161,6 +166,7 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
                 go(c, vs, cs, path + (("body", k),))
         elif isinstance(s, N.Call):
             kinds = _param_kinds(s.callee)
+            full = full_params(s.callee)
             for prm, a in zip(s.callee.params, s.args):
                 if not prm.is_data or not isinstance(a, N.WindowExpr):
                     continue
@@ -169,7 +175,8 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
                 name, idx = _resolve(a.name, idx, aliases)
                 for kd in sorted(kinds.get(prm.name, ())) or ["R"]:
                     out.append(Access(name, kd, idx, list(vs), list(cs), path,
-                                      f"{s.callee.name}(..{expr_str(a)}..)"))
+                                      f"{s.callee.name}(..{expr_str(a)}..)",
+                                      covers=kd == "W" and prm.name in full))
 
     for s, p in zip(stmts, paths):
         go(s, list(extra_vars), list(extra_cons), p)
@@ -318,7 +325,7 @@ def _sample(st: isl.Set, dims) -> str:
             vals.append(f"{sp.get_dim_name(isl.dim_type.param, k)}="
                         f"{pt.get_coordinate_val(isl.dim_type.param, k).to_python()}")
         for k, d in enumerate(dims):
-            if d.startswith("x__"):
+            if d.startswith(("x__", "y__")):
                 continue
             vals.append(f"{d}={pt.get_coordinate_val(isl.dim_type.set, k).to_python()}")
         return ", ".join(vals)
@@ -359,3 +366,91 @@ def covered(proc, outer_vars, outer_cons, read: Access, writes: list, keep: str)
         return r.is_subset(u)
     except (NotAffine, isl.Error):
         return False
+
+
+def equal_in_context(proc, vars_, cons, a, b) -> bool:
+    """Is ``a == b`` at every point of the context (asserts, loop bounds ``vars_``, guards
+    ``cons``)? Canonical forms first, then isl (exact for quasi-affine expressions)."""
+    from ..ir.types import bool_
+    from .normalize import same_form
+
+    if same_form(a, b):
+        return True
+    return prove(proc, vars_, cons, N.BinOp("==", a, b, bool_))
+
+
+def _align(a, b):
+    return a.align_params(b.get_space()), b.align_params(a.get_space())
+
+
+def writes_all(proc, outer_vars, outer_cons, writes, window, shape_of) -> bool:
+    """Does the union of the covering ``writes`` contain every element of ``window`` (a
+    ``WindowExpr`` of the written buffer)?"""
+    xs = [f"x__{d}" for d in range(len(window.idx))]
+    try:
+        cs = base_constraints(proc, outer_vars, outer_cons)
+        for x, a in zip(xs, window.idx):
+            if isinstance(a, N.Point):
+                cs.append(f"{x} = {to_isl_str(a.pt)}")
+            else:
+                cs.append(f"{to_isl_str(a.lo)} <= {x} < {to_isl_str(a.hi)}")
+        want = make_set(xs, cs)
+        got = None
+        for k, w in enumerate(writes):
+            if not w.covers or len(w.idx) != len(xs):
+                continue
+            rw = {v: f"{v}__w{k}" for v, _, _ in w.vars}
+            wc = base_constraints(proc, outer_vars, outer_cons)
+            wc += var_constraints(w.vars, w.cons, rw)
+            wc += [_elt(x, a, rw) for x, a in zip(xs, w.idx)]
+            s = make_set(xs + list(rw.values()), wc).project_out(isl.dim_type.set, len(xs),
+                                                                    len(rw))
+            got = s if got is None else got.union(s)
+        if got is None:
+            return False
+        a, b = _align(want, got)
+        return a.is_subset(b)
+    except (NotAffine, isl.Error):
+        return False
+
+
+@lru_cache(maxsize=None)
+def full_params(callee: N.Procedure) -> frozenset:
+    """Data parameters every element of which the callee's body assigns unconditionally
+    (loops over constant or size bounds, no guard): a call then writes its whole window."""
+    out = set()
+    for prm in callee.params:
+        if not prm.is_data:
+            continue
+        writes = []
+        _assigns(callee.body, prm.name, [], (), writes)
+        if not writes:
+            continue
+        shape = prm.type.shape
+        w = N.WindowExpr(prm.name, tuple(N.Interval(N.Const(0, e.type), e) for e in shape),
+                         prm.type.scalar)
+        if writes_all(callee, [], [], writes, w, None):
+            out.add(prm.name)
+    return frozenset(out)
+
+
+def _assigns(stmts, name, vs, path, out):
+    for k, s in enumerate(stmts):
+        p = path + (("body", k),)
+        if isinstance(s, N.Assign) and s.name == name:
+            out.append(Access(name, "W", tuple(("pt", i) for i in s.idx), list(vs), [], p,
+                                covers=True))
+        elif isinstance(s, N.For):
+            _assigns(s.body, name, vs + [(s.iter, s.lo, s.hi)], p, out)
+        elif isinstance(s, N.With):
+            _assigns(s.body, name, vs, p, out)
+
+
+def private(accesses, stmts):
+    """``accesses`` without those of buffers allocated inside ``stmts``: every instance of
+    the enclosing loop iterations has its own such buffer (it is allocated afresh), so they
+    carry no dependence between iterations."""
+    from .irtools import walk
+
+    local = {s.name for s in walk(stmts) if isinstance(s, N.Alloc)}
+    return [a for a in accesses if a.buf not in local]

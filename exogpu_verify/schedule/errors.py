@@ -16,8 +16,29 @@ class SchedulingError(Exception):
         self.dependence = dependence
         super().__init__(message)
 
+    def locations(self) -> list:
+        """Source locations (``SrcInfo``) of the offending statements, in order."""
+        from .irtools import node_at, valid_path
+
+        out = []
+        for path in self.stmts:
+            if self.proc is not None and valid_path(self.proc, path):
+                si = getattr(node_at(self.proc, path), "srcinfo", None)
+                if si is not None and si.line:
+                    out.append(si)
+        return out
+
+    @property
+    def line(self) -> int | None:
+        """The source line of the first offending statement (None if it has none)."""
+        locs = self.locations()
+        return locs[0].line if locs else None
+
     def __str__(self) -> str:
         out = [f"scheduling error: {self.message}"]
+        for si in self.locations():
+            note = f" (made by scheduling {si.via})" if si.via else ""
+            out.append(f"  at {si}{note}")
         if self.dependence:
             out.append(f"  forbidden by: {self.dependence}")
         if self.proc is not None:

@@ -22,6 +22,7 @@ from .base import (_ExprReader, alloc_cursor, block_cursor, check_proc, finish, 
 from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import splice
+from .record import primitive
 
 ANNOTATION = "annotation: sequential meaning unchanged"
 
@@ -57,6 +58,7 @@ def _mode(m):
     raise TypeError(f"loop mode must be Seq(), CudaTasks() or CudaThreads(unit=...), not {m!r}")
 
 
+@primitive
 def set_loop_mode(proc, loop_cursor_, mode):
     """Change a loop's mode (seq <-> cuda_tasks / cuda_threads(unit=...))."""
     check_proc(proc)
@@ -83,12 +85,15 @@ def _mode_text(m) -> str:
     return {"Seq": "Seq()", "CudaTasks": "CudaTasks()"}[type(m).__name__]
 
 
-def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0):
+@primitive
+def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0, mem: dict | None = None):
     """Wrap a block in ``with ctx:`` (``CudaDeviceFunction(...)`` or ``CudaWarps(...)``).
 
     A kernel body must be a nest of ``cuda_tasks`` loops, so a sequential nest cannot be
     wrapped in a ``CudaDeviceFunction`` first and given task loops after: ``tasks=n`` also
-    makes the ``n`` outermost loops of the wrapped nest ``cuda_tasks`` loops (one rewrite)."""
+    makes the ``n`` outermost loops of the wrapped nest ``cuda_tasks`` loops (one rewrite).
+    For the same reason host allocations inside the block move to device memories in the
+    same step: ``mem={"D": Sm90_RmemMatrixD}`` (placement only, an annotation)."""
     check_proc(proc)
     b = block_cursor(proc, block_cursor_)
     if not isinstance(ctx, (IR.CudaDeviceFunction, IR.CudaWarps)):
@@ -101,11 +106,41 @@ def wrap_with_context(proc, block_cursor_, ctx, tasks: int = 0):
             raise SchedulingError("wrap_with_context(tasks=n) needs a CudaDeviceFunction "
                                   "around one loop nest", proc, b.paths())
         stmts = (_tasks(proc, stmts[0], tasks, b.paths()),)
+    if mem:
+        stmts = _place(proc, stmts, dict(mem), b.paths())
     w = IR.With(ctx, stmts)
     p2 = splice(proc, parent, field, lo, hi, [w])
-    return finish(proc, p2, "wrap_with_context", [b, ctx, tasks], ANNOTATION,
+    args = [b, ctx, tasks] + ([{k: str(v) for k, v in mem.items()}] if mem else [])
+    return finish(proc, p2, "wrap_with_context", args, ANNOTATION,
                   fwd_splice(parent, field, lo, hi, 1,
                              lambda k, rest: parent + ((field, lo), ("body", k - lo)) + rest))
+
+
+def _place(proc, stmts, mem, paths):
+    """``stmts`` with the allocations named in ``mem`` placed in those memories."""
+    from ..ir.memories import Memory
+
+    seen = set()
+
+    def go(s):
+        if isinstance(s, IR.Alloc) and s.name in mem:
+            seen.add(s.name)
+            if not isinstance(mem[s.name], Memory):
+                raise SchedulingError(f"wrap_with_context: mem[{s.name!r}] is not a memory",
+                                      proc, paths)
+            return replace(s, mem=mem[s.name])
+        for f in ("body", "orelse"):
+            sub = getattr(s, f, None)
+            if isinstance(sub, tuple):
+                s = replace(s, **{f: tuple(go(c) for c in sub)})
+        return s
+
+    out = tuple(go(s) for s in stmts)
+    missing = sorted(set(mem) - seen)
+    if missing:
+        raise SchedulingError(f"wrap_with_context: {missing} are not allocated in the block",
+                              proc, paths)
+    return out
 
 
 def _tasks(proc, s, n, paths):
@@ -137,6 +172,7 @@ def _insert(proc, gap, stmt, name, args):
                   fwd_splice(parent, field, i, i, 1))
 
 
+@primitive
 def insert_fence(proc, gap, L1, L2):
     """Insert ``Fence(L1, L2)`` at a gap."""
     check_proc(proc)
@@ -144,6 +180,7 @@ def insert_fence(proc, gap, L1, L2):
                    "insert_fence", [L1, L2])
 
 
+@primitive
 def insert_barrier_alloc(proc, gap, name: str, hi=(), mech=None, ring_dim_idx=None,
                          ring_depth=None):
     """Insert ``name: barrier[hi...] @ mech`` at a gap (``ring_dim_idx``/``ring_depth``:
@@ -175,9 +212,13 @@ def _barrier_ref(proc, where, text):
         return r.barrier_ref(ast.parse(text.strip(), mode="eval").body, allow_intervals=True)
     except (ExoGpuError, SyntaxError) as e:
         msg = e.diagnostic.message if isinstance(e, ExoGpuError) else str(e)
-        raise SchedulingError(f"bad barrier expression {text!r}: {msg}", proc) from None
+        from .base import near
+
+        raise SchedulingError(f"bad barrier expression {text!r}: {msg}", proc,
+                              near(proc, where)) from None
 
 
+@primitive
 def insert_arrive(proc, gap, L1, exprs):
     """Insert ``Arrive(L1) >> e0 >> e1 ...`` at a gap (``exprs``: barrier expressions as
     text, e.g. ``"z[k % 4]"``)."""
@@ -188,6 +229,7 @@ def insert_arrive(proc, gap, L1, exprs):
     return _insert(proc, g, IR.Arrive(_tl(proc, L1, "L1"), refs), "insert_arrive", [L1, exprs])
 
 
+@primitive
 def insert_await(proc, gap, expr, L2, N: int = 0):
     """Insert ``Await(expr, L2, N)`` at a gap."""
     check_proc(proc)
@@ -197,6 +239,7 @@ def insert_await(proc, gap, expr, L2, N: int = 0):
                    [expr, L2, N])
 
 
+@primitive
 def set_ring_buffer(proc, alloc_cursor_, dim: int, depth: int):
     """Mark dimension ``dim`` of a barrier allocation as ``e @ ring_buffer_by(depth)``."""
     check_proc(proc)
@@ -215,6 +258,71 @@ def set_ring_buffer(proc, alloc_cursor_, dim: int, depth: int):
     return finish(proc, p2, "set_ring_buffer", [c, dim, depth], ANNOTATION)
 
 
+@primitive
+def update_loop_mode(proc, loop_cursor_, unit=None, pragma_unroll=None):
+    """Change a parameter of a loop's mode, keeping its kind: the ``unit`` of a
+    ``cuda_threads`` loop, or the ``pragma_unroll`` hint of a ``seq`` loop (``0``/``None``
+    to drop it). An annotation; the result must stay well-formed."""
+    check_proc(proc)
+    c = loop_cursor(proc, loop_cursor_)
+    s, path = c.node(), c.path()
+    m = s.mode
+    if isinstance(m, IR.CudaThreads):
+        if pragma_unroll is not None:
+            raise SchedulingError("update_loop_mode: pragma_unroll applies to seq loops; this "
+                                  "is a cuda_threads loop", proc, [path])
+        if not isinstance(unit, CollUnit):
+            raise SchedulingError(f"update_loop_mode: a cuda_threads loop needs a collective "
+                                  f"unit, not {unit!r}", proc, [path])
+        new_mode = IR.CudaThreads(unit)
+        what = f"unit {m.unit} -> {unit}"
+    elif isinstance(m, IR.Seq):
+        if unit is not None:
+            raise SchedulingError("update_loop_mode: a seq loop has no unit (set_loop_mode "
+                                  "makes it a cuda_threads loop)", proc, [path])
+        if pragma_unroll is not None and (not isinstance(pragma_unroll, int) or
+                                          isinstance(pragma_unroll, bool) or
+                                          pragma_unroll < 0):
+            raise SchedulingError("update_loop_mode: pragma_unroll is a non-negative int",
+                                  proc, [path])
+        new_mode = IR.Seq(pragma_unroll or None)
+        what = f"pragma_unroll {m.pragma_unroll} -> {pragma_unroll or None}"
+    else:
+        raise SchedulingError(f"update_loop_mode: a {m} loop has no parameters to update",
+                              proc, [path])
+    p2 = splice(proc, path[:-1], path[-1][0], path[-1][1], path[-1][1] + 1,
+                [replace(s, mode=new_mode)])
+    return finish(proc, p2, "update_loop_mode", [c, unit if unit is not None else
+                                                 pragma_unroll], f"{ANNOTATION} ({what})")
+
+
+@primitive
+def set_trailing_barrier_expr(proc, call_cursor, barrier_expr):
+    """Set the barrier(s) an instruction completes on: ``instr(...) >> z[i]`` (a list for
+    several targets; ``None`` to remove them from an instruction without a mechanism)."""
+    check_proc(proc)
+    from .base import stmt_cursor, where_of
+
+    c = stmt_cursor(proc, call_cursor, "call")
+    s, path = c.node(), c.path()
+    if not isinstance(s, IR.Call) or s.callee.instr is None:
+        raise SchedulingError("set_trailing_barrier_expr: expected an instruction call", proc,
+                              [path])
+    mech = s.callee.instr.barrier
+    if mech is None:
+        raise SchedulingError(f"set_trailing_barrier_expr: {s.callee.name} does not complete "
+                              "on a barrier", proc, [path])
+    texts = [barrier_expr] if isinstance(barrier_expr, (str, IR.BarrierRef)) else \
+        list(barrier_expr or [])
+    if not texts:
+        raise SchedulingError(f"set_trailing_barrier_expr: {s.callee.name} completes on a "
+                              f"{mech} barrier; it needs one", proc, [path])
+    refs = tuple(_barrier_ref(proc, where_of(c), t) for t in texts)
+    p2 = splice(proc, path[:-1], path[-1][0], path[-1][1], path[-1][1] + 1,
+                [replace(s, barriers=refs)])
+    return finish(proc, p2, "set_trailing_barrier_expr", [c, texts], ANNOTATION)
+
+
 __all__ = ["Seq", "CudaTasks", "CudaThreads", "set_loop_mode", "wrap_with_context",
            "insert_fence", "insert_barrier_alloc", "insert_arrive", "insert_await",
-           "set_ring_buffer"]
+           "set_ring_buffer", "update_loop_mode", "set_trailing_barrier_expr"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import nodes as N
-from ..ir.affine import const_value
 from ..ir.types import ControlType, bool_, index, int_
 
 Path = tuple  # tuple[tuple[str, int], ...]
@@ -294,99 +293,6 @@ def var(name: str, t: ControlType = index):
     return N.Read(name, (), t)
 
 
-def _lin(e):
-    """``e`` as ``({atom_key: (coef, atom)}, const)`` or None when not linear over atoms.
-
-    Atoms are variables and normalized ``/``/``%`` sub-expressions.
-    """
-    c = const_value(e)
-    if c is not None:
-        return {}, c
-    if isinstance(e, N.Read) and not e.idx:
-        return {e.name: (1, e)}, 0
-    if isinstance(e, N.StrideExpr):
-        return {f"stride({e.name},{e.dim})": (1, e)}, 0
-    if isinstance(e, N.UnOp) and e.op == "-":
-        r = _lin(e.arg)
-        if r is None:
-            return None
-        return {k: (-a, t) for k, (a, t) in r[0].items()}, -r[1]
-    if isinstance(e, N.BinOp):
-        if e.op in ("+", "-"):
-            a, b = _lin(e.lhs), _lin(e.rhs)
-            if a is None or b is None:
-                return None
-            s = -1 if e.op == "-" else 1
-            terms = dict(a[0])
-            for k, (cf, t) in b[0].items():
-                old = terms.get(k, (0, t))[0]
-                terms[k] = (old + s * cf, t)
-            return terms, a[1] + s * b[1]
-        if e.op == "*":
-            k, other = const_value(e.lhs), e.rhs
-            if k is None:
-                k, other = const_value(e.rhs), e.lhs
-            if k is None:
-                return None
-            r = _lin(other)
-            if r is None:
-                return None
-            return {n: (k * a, t) for n, (a, t) in r[0].items()}, k * r[1]
-        if e.op in ("/", "%"):
-            d = const_value(e.rhs)
-            if d is None or d <= 0:
-                return None
-            inner = _lin(e.lhs)
-            if inner is None:
-                return None
-            terms, c0 = inner
-            terms = {k: v for k, v in terms.items() if v[0] != 0}
-            if d == 1:
-                return (terms, c0) if e.op == "/" else ({}, 0)
-            if all(a % d == 0 for a, _ in terms.values()):
-                # (d*x + c) / d == x + c // d ; (d*x + c) % d == c % d
-                if e.op == "/":
-                    return {k: (a // d, t) for k, (a, t) in terms.items()}, c0 // d
-                return {}, c0 % d
-            # split off multiples of d: (d*x + r) / d == x + r / d (exact for floor division)
-            whole = {k: (a - a % d, t) for k, (a, t) in terms.items() if a - a % d}
-            rest = {k: (a % d, t) for k, (a, t) in terms.items() if a % d}
-            rc = c0 % d
-            wc = c0 - rc
-            rebuilt = N.BinOp(e.op, _build(rest, rc), const(d), index)
-            key = f"({_key(rest, rc)}){e.op}{d}"
-            if e.op == "/":
-                out = {k: (a // d, t) for k, (a, t) in whole.items()}
-                out[key] = (1, rebuilt)
-                return out, wc // d
-            return {key: (1, rebuilt)}, 0
-    return None
-
-
-def _key(terms, c):
-    return "+".join(f"{a}*{k}" for k, (a, _) in sorted(terms.items())) + f"+{c}"
-
-
-def _build(terms, c):
-    out = None
-    for _, (a, t) in terms.items():
-        if a == 0:
-            continue
-        term = t if abs(a) == 1 else N.BinOp("*", const(abs(a)), t, index)
-        if out is None:
-            out = term if a > 0 else N.UnOp("-", term, index) if abs(a) == 1 else \
-                N.BinOp("*", const(a), t, index)
-        else:
-            out = N.BinOp("+" if a > 0 else "-", out, term, index)
-    if out is None:
-        return const(c)
-    if c > 0:
-        out = N.BinOp("+", out, const(c), index)
-    elif c < 0:
-        out = N.BinOp("-", out, const(-c), index)
-    return out
-
-
 def simp(e):
     """Normalize an integer control expression (collect terms, fold constants); data and
     boolean expressions are simplified in their integer sub-expressions only."""
@@ -398,9 +304,11 @@ def simp(e):
             else replace(w, lo=simp(w.lo), hi=simp(w.hi)) for w in e.idx))
     t = getattr(e, "type", None)
     if isinstance(t, ControlType) and t.is_int and not isinstance(e, N.Const):
-        r = _lin(e)
+        from .normalize import build, linear
+
+        r = linear(e)
         if r is not None:
-            out = _build(*r)
+            out = build(r)
             return out if out != e else e
         return e
     if isinstance(e, N.BinOp):

@@ -18,10 +18,27 @@ from .cursors import fwd_splice
 from .errors import SchedulingError
 from .irtools import (add, all_names, block_of, bound_here, cmp, const, div, mod, mul,
                       names_used, node_at, rename_var, splice, sub, subst_stmts, var)
+from .record import primitive
 
 
-def _seq_mode(mode):
-    return mode if isinstance(mode, N.Seq) else N.Seq()
+def _split_modes(proc, s, q, path):
+    """Loop modes of the outer and inner loop when ``s`` is divided by ``q``: a sequential
+    loop gives two sequential loops, a task loop two task loops, and a thread loop over
+    tiles of unit ``U`` an outer thread loop over tiles of ``q * U`` and an inner one over
+    tiles of ``U`` (iteration ``q * io + ii`` keeps its threads)."""
+    m = s.mode
+    if isinstance(m, N.Seq):
+        return N.Seq(), N.Seq(m.pragma_unroll)
+    if isinstance(m, N.CudaTasks):
+        return m, m
+    try:
+        outer = m.unit.scaled(q)
+    except TypeError as e:
+        raise SchedulingError(f"divide_loop: cannot divide a cuda_threads loop over "
+                              f"{m.unit} tiles: {e}", proc, [path],
+                              dependence="set_loop_mode(..., Seq()) first, divide, then set "
+                              "the modes of the two loops") from None
+    return N.CudaThreads(outer), m
 
 
 def _check_fresh(p, names, path=()):
@@ -43,6 +60,7 @@ def _reduction_note(reds) -> str:
 # ---------------------------------------------------------------- divide_loop
 
 
+@primitive
 def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guard",
                 perfect: bool = False):
     """Split ``for i in seq(lo, hi)`` into ``for io: for ii in seq(0, div_const)`` with
@@ -68,10 +86,12 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
     q = div_const
     n = sub(s.hi, s.lo)
     vs, cs = D.context(proc, path)
-    mode = _seq_mode(s.mode)
+    mode, imode = _split_modes(proc, s, q, path)
     idx = add(s.lo, add(mul(q, var(io)), var(ii)))
     main_body = subst_stmts(s.body, {s.iter: idx})
     checked = f"exact index map {s.iter} = {expr_str(idx)}"
+    if not isinstance(s.mode, N.Seq):
+        checked += f"; loop mode {s.mode} kept on both loops (annotation)"
     fwd_inner_depth = 0
     if perfect:
         if not D.prove(proc, vs, cs, cmp("==", mod(n, q), const(0))):
@@ -80,27 +100,27 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
                 f"asserts", proc, [path],
                 dependence="add an assert such as `assert N % 64 == 0`, or use tail='guard'")
         outer = N.For(io, const(0), div(n, q), mode,
-                      (N.For(ii, const(0), const(q), mode, main_body, s.srcinfo),), s.srcinfo)
+                      (N.For(ii, const(0), const(q), imode, main_body, s.srcinfo),), s.srcinfo)
         new = [outer]
         checked += f"; proved ({expr_str(n)}) % {q} == 0 for all sizes satisfying the asserts"
     elif tail == "guard":
         guard = N.If(cmp("<", add(mul(q, var(io)), var(ii)), n), main_body, (), s.srcinfo)
         outer = N.For(io, const(0), div(add(n, const(q - 1)), q), mode,
-                      (N.For(ii, const(0), const(q), mode, (guard,), s.srcinfo),), s.srcinfo)
+                      (N.For(ii, const(0), const(q), imode, (guard,), s.srcinfo),), s.srcinfo)
         new = [outer]
         fwd_inner_depth = 1
         checked += f"; guard {q}*{io} + {ii} < {expr_str(n)} covers exactly the old range"
     else:
         outer = N.For(io, const(0), div(n, q), mode,
-                      (N.For(ii, const(0), const(q), mode, main_body, s.srcinfo),), s.srcinfo)
+                      (N.For(ii, const(0), const(q), imode, main_body, s.srcinfo),), s.srcinfo)
         rem = mod(n, q)
         tail_idx = add(s.lo, add(mul(q, div(n, q)), var(ii)))
         tail_body = subst_stmts(s.body, {s.iter: tail_idx})
         if tail == "cut":
-            tail_stmt = N.For(ii, const(0), rem, mode, tail_body, s.srcinfo)
+            tail_stmt = N.For(ii, const(0), rem, imode, tail_body, s.srcinfo)
         else:
             tail_stmt = N.If(cmp(">", rem, const(0)), (N.For(
-                ii, const(0), const(q), mode,
+                ii, const(0), const(q), imode,
                 (N.If(cmp("<", var(ii), rem), tail_body, (), s.srcinfo),), s.srcinfo),), (),
                 s.srcinfo)
         new = [outer, tail_stmt]
@@ -123,6 +143,7 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
 # ---------------------------------------------------------------- reorder_loops
 
 
+@primitive
 def reorder_loops(proc, nested_loops):
     """Swap a loop with the single loop directly inside it; legal iff no dependence
     between instances ``(i, j)`` and ``(i', j')`` with ``i < i'`` and ``j > j'``."""
@@ -155,6 +176,7 @@ def reorder_loops(proc, nested_loops):
                                        for k in range(len(inner.body))],
                     extra_vars=[(outer.iter, outer.lo, outer.hi), (inner.iter, inner.lo,
                                                                    inner.hi)])
+    acc = D.private(acc, inner.body)
     i, j = outer.iter, inner.iter
 
     def order(ra, rb):
@@ -168,6 +190,11 @@ def reorder_loops(proc, nested_loops):
                               dependence=x.describe())
     new_inner = replace(outer, body=inner.body)
     new_outer = replace(inner, body=(new_inner,))
+    note = ""
+    if isinstance(outer.mode, N.CudaThreads) and isinstance(inner.mode, N.CudaThreads):
+        mo, mi, note = _swapped_thread_units(proc, outer, inner, path)
+        new_outer, new_inner = replace(new_outer, mode=mo), replace(new_inner, mode=mi)
+        new_outer = replace(new_outer, body=(new_inner,))
     parent, (field, k) = path[:-1], path[-1]
     p2 = splice(proc, parent, field, k, k + 1, [new_outer])
 
@@ -186,7 +213,30 @@ def reorder_loops(proc, nested_loops):
     unsafe = bool(reds)
     if reds:
         checked += _reduction_note(reds)
-    return finish(proc, p2, "reorder_loops", [c], checked, fwd, unsafe=unsafe)
+    return finish(proc, p2, "reorder_loops", [c], checked + note, fwd, unsafe=unsafe)
+
+
+def _swapped_thread_units(proc, outer, inner, path):
+    """Units for two swapped ``cuda_threads`` loops such that every iteration keeps its
+    thread: ``for i in cuda_threads(0, n1, unit=n2 * cuda_thread): for j in
+    cuda_threads(0, n2, unit=cuda_thread)`` runs ``(i, j)`` on thread ``n2 * i + j``; swapped,
+    ``j`` runs on ``cuda_threads_strided(n1, n2)`` and ``i`` on ``cuda_thread``."""
+    from ..ir.units import cuda_thread, cuda_threads_strided
+
+    n1, n2 = const_value(sub(outer.hi, outer.lo)), const_value(sub(inner.hi, inner.lo))
+    u1, u2 = outer.mode.unit, inner.mode.unit
+    if n1 is not None and n2 is not None and u2 == cuda_thread and \
+            u1 == cuda_thread.scaled(n2):
+        note = (f"; thread loops: '{inner.iter}' now over cuda_threads_strided({n1}, {n2}) "
+                f"and '{outer.iter}' over cuda_thread, so every iteration keeps its thread")
+        return N.CudaThreads(cuda_threads_strided(n1, n2)), N.CudaThreads(cuda_thread), note
+    raise SchedulingError(
+        f"reorder_loops: swapping the cuda_threads loops '{outer.iter}' (unit {u1}) and "
+        f"'{inner.iter}' (unit {u2}) would change which threads run which iterations, and no "
+        "pair of units keeps the mapping (only a loop over n2 * cuda_thread around one over "
+        "n2 cuda_thread tiles can be swapped)", proc, [path, path + (("body", 0),)],
+        dependence="make both loops seq (set_loop_mode(..., Seq())), reorder, then give the "
+        "swapped loops the units you want")
 
 
 def _reads(e):
@@ -198,6 +248,7 @@ def _reads(e):
 # ---------------------------------------------------------------- fission / fuse
 
 
+@primitive
 def fission(proc, gap_cursor_, n_lifts: int = 1):
     """Split the loop (or if / CudaWarps block) around a gap into two; legal iff no
     statement after the gap conflicts with a statement before it at a later iteration."""
@@ -224,10 +275,12 @@ def fission(proc, gap_cursor_, n_lifts: int = 1):
         if isinstance(s, N.For):
             vs, cs = D.context(p, parent)
             ev = [(s.iter, s.lo, s.hi)]
-            A = D.collect(p, second, [parent + ((field, idx + k),) for k in range(len(second))],
-                          extra_vars=ev)
-            B = D.collect(p, first, [parent + ((field, k),) for k in range(len(first))],
-                          extra_vars=ev)
+            A = D.private(D.collect(p, second, [parent + ((field, idx + k),)
+                                                for k in range(len(second))], extra_vars=ev),
+                          second)
+            B = D.private(D.collect(p, first, [parent + ((field, k),)
+                                               for k in range(len(first))], extra_vars=ev),
+                          first)
             it = s.iter
             hard, reds = D.find_conflicts(p, vs, cs, A, B,
                                           lambda ra, rb: [f"{ra[it]} < {rb[it]}"])
@@ -275,6 +328,7 @@ def fission(proc, gap_cursor_, n_lifts: int = 1):
                   unsafe=unsafe)
 
 
+@primitive
 def fuse(proc, stmt1, stmt2, unsafe_disable_check: bool = False):
     """Fuse two consecutive loops with equal bounds (or ifs with equal conditions)."""
     check_proc(proc)
@@ -305,10 +359,11 @@ def fuse(proc, stmt1, stmt2, unsafe_disable_check: bool = False):
         if clash:
             raise SchedulingError(f"fuse: both loops allocate {sorted(clash)}", proc, [p1, p2_])
         it = s1.iter
-        A = D.collect(proc, s1.body, [p1 + (("body", k),) for k in range(len(s1.body))],
-                      extra_vars=[(it, s1.lo, s1.hi)])
-        B = D.collect(proc, body2, [p2_ + (("body", k),) for k in range(len(body2))],
-                      extra_vars=[(it, s1.lo, s1.hi)])
+        A = D.private(D.collect(proc, s1.body, [p1 + (("body", k),)
+                                                for k in range(len(s1.body))],
+                                extra_vars=[(it, s1.lo, s1.hi)]), s1.body)
+        B = D.private(D.collect(proc, body2, [p2_ + (("body", k),) for k in range(len(body2))],
+                                extra_vars=[(it, s1.lo, s1.hi)]), body2)
         checked = "proved equal bounds"
         if not unsafe_disable_check:
             hard, reds = D.find_conflicts(proc, vs, cs, A, B,
@@ -361,6 +416,7 @@ def D_and(a, b):
 # ---------------------------------------------------------------- cut, shift, unroll
 
 
+@primitive
 def cut_loop(proc, loop_cursor_, cut_point):
     """``for i in seq(lo, hi)`` -> ``for i in seq(lo, cut)`` ; ``for i in seq(cut, hi)``."""
     check_proc(proc)
@@ -381,6 +437,7 @@ def cut_loop(proc, loop_cursor_, cut_point):
                              + rest))
 
 
+@primitive
 def shift_loop(proc, loop_cursor_, new_lo):
     """``for i in seq(lo, hi): s`` -> ``for i in seq(new_lo, new_lo + hi - lo): s[i -> i + lo
     - new_lo]``; ``new_lo`` must be provably non-negative (as in Exo)."""
@@ -398,6 +455,7 @@ def shift_loop(proc, loop_cursor_, new_lo):
                   f"exact index map {s.iter} -> {s.iter} + ({expr_str(sub(s.lo, nl))})")
 
 
+@primitive
 def unroll_loop(proc, loop_cursor_):
     """Replace a loop with a constant trip count by copies of its body."""
     check_proc(proc)
@@ -429,10 +487,12 @@ def unroll_loop(proc, loop_cursor_):
                   fwd_splice(parent, field, i, i + 1, max(len(new), 1), inner if m else None))
 
 
+@primitive
 def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
              unsafe_disable_check: bool = False):
     """Wrap a block in ``for iter_name in seq(0, hi_expr)``; the block must be idempotent
-    (nothing it writes is read or reduced by it), or ``guard=True`` runs it at iteration 0."""
+    (nothing it writes is read or reduced by it), or ``guard=True`` runs it at iteration 0;
+    a loop of one iteration (``hi_expr`` 1: a scope for allocations) needs neither."""
     check_proc(proc)
     b = block_cursor(proc, block_cursor_)
     _check_fresh(proc, [iter_name])
@@ -447,6 +507,9 @@ def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
     if guard:
         body = (N.If(cmp("==", var(iter_name), const(0)), tuple(stmts)),)
         checked = f"guard {iter_name} == 0: the block runs exactly once"
+    elif D.prove(proc, vs, cs, cmp("==", hi, const(1))):
+        body = tuple(stmts)
+        checked = f"{expr_str(hi)} == 1: the block runs exactly once (a scope)"
     else:
         body = tuple(stmts)
         acc = D.collect(proc, stmts, b.paths())
@@ -477,6 +540,7 @@ def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
                   fwd_splice(parent, field, lo_i, hi_i, 1, inner), unsafe=unsafe)
 
 
+@primitive
 def remove_loop(proc, loop_cursor_):
     """Remove a loop whose body is idempotent and does not use the iterator, if it provably
     runs at least once."""
@@ -489,6 +553,13 @@ def remove_loop(proc, loop_cursor_):
     if not D.prove(proc, vs, cs, cmp("<", s.lo, s.hi)):
         raise SchedulingError("remove_loop: cannot prove the loop runs at least once", proc,
                               [path])
+    if D.prove(proc, vs, cs, cmp("==", sub(s.hi, s.lo), const(1))):
+        parent, (field, i) = path[:-1], path[-1]
+        p2 = splice(proc, parent, field, i, i + 1, s.body)
+        return finish(proc, p2, "remove_loop", [c], "the loop runs exactly once (isl)",
+                      fwd_splice(parent, field, i, i + 1, len(s.body),
+                                 lambda k, rest: parent + ((field, i + rest[0][1]),) +
+                                 rest[1:] if rest else None))
     acc = D.collect(proc, s.body, [path + (("body", k),) for k in range(len(s.body))])
     if any(a.kind == "RED" for a in acc):
         raise SchedulingError("remove_loop: the body reduces (+=); not idempotent", proc, [path])

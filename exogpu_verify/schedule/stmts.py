@@ -15,8 +15,10 @@ from .cursors import fwd_splice, set_expr
 from .errors import SchedulingError
 from .irtools import (block_of, bound_here, expr_walk, map_exprs, names_used, node_at, simp,
                       splice, walk_paths)
+from .record import primitive
 
 
+@primitive
 def rename(proc, new_name: str):
     """Rename the procedure."""
     check_proc(proc)
@@ -29,11 +31,30 @@ def rename(proc, new_name: str):
 # ---------------------------------------------------------------- simplify
 
 
+@primitive
 def simplify(proc):
     """Normalize control expressions (collect terms, fold constants, exact ``/``/``%`` of
-    multiples) and remove ``if`` branches whose condition is provably constant under the
-    asserts and enclosing loop bounds (isl)."""
+    multiples and of nested ``/``/``%``) and remove ``if`` branches whose condition is
+    provably constant and loops provably empty under the asserts and enclosing loop bounds
+    (isl). Repeats until nothing changes: one call reaches the fixed point."""
     check_proc(proc)
+    p, fwds, removed = proc, [], 0
+    for _ in range(32):
+        p2, f2, r2 = _simplify_once(p)
+        fwds += f2
+        removed += r2
+        if p2.body == p.body and p2.preds == p.preds:
+            break
+        p = p2
+    from .cursors import fwd_compose
+
+    return finish(proc, p, "simplify", [],
+                  f"exact integer normalization; {removed} branch(es)/empty loop(s) removed, "
+                  "each proved constant/empty for all sizes satisfying the asserts (isl)",
+                  fwd_compose(*fwds) if fwds else None)
+
+
+def _simplify_once(proc):
     body = tuple(map_exprs(s, simp) for s in proc.body)
     p = replace(proc, body=body, preds=tuple(simp(x) for x in proc.preds))
     p = replace(p, body=_fold_block(p, p.body, [], []))
@@ -71,12 +92,7 @@ def simplify(proc):
             return parent + ((field, i + rest[0][1]),) + rest[1:]
 
         fwds.append(fwd_splice(parent, field, i, i + 1, len(keep), inner))
-    from .cursors import fwd_compose
-
-    return finish(proc, p, "simplify", [],
-                  f"exact integer normalization; {removed} branch(es)/empty loop(s) removed, "
-                  "each proved constant/empty for all sizes satisfying the asserts (isl)",
-                  fwd_compose(*fwds) if fwds else None)
+    return p, fwds, removed
 
 
 def _fold_block(p, stmts, vs, cs):
@@ -137,6 +153,7 @@ def _bool():
 # ---------------------------------------------------------------- reorder_stmts
 
 
+@primitive
 def reorder_stmts(proc, block_cursor_):
     """Swap two consecutive statements ``s1; s2``; legal iff they commute: no element is
     touched by both with at least one write (isl), and neither declares a name the other
@@ -187,6 +204,7 @@ def reorder_stmts(proc, block_cursor_):
 # ---------------------------------------------------------------- pass
 
 
+@primitive
 def insert_pass(proc, gap_cursor_):
     check_proc(proc)
     g = gap_cursor(proc, gap_cursor_)
@@ -196,6 +214,7 @@ def insert_pass(proc, gap_cursor_):
                   fwd_splice(parent, field, i, i, 1))
 
 
+@primitive
 def delete_pass(proc):
     """Delete every ``pass``; loops, ifs and CudaWarps blocks left empty are removed too
     (they did nothing)."""
@@ -255,6 +274,7 @@ def _scalar_of(p, name):
     raise SchedulingError(f"unknown buffer '{name}'", p)
 
 
+@primitive
 def bind_expr(proc, expr_cursors, new_name: str):
     """Bind a data expression (one or more occurrences inside one assignment/reduction) to a
     new scalar ``new_name`` computed just before the statement. The scalar gets the

@@ -7,20 +7,19 @@ from dataclasses import replace as _dc_replace
 
 from ..ir.printer import expr_str
 from ..ir import nodes as N
-from ..ir.affine import const_value
-from ..ir.types import ControlType
 from . import deps as D
 from .base import block_cursor, check_proc, finish, stmt_cursor
 from .buffers import map_buffer
 from .cursors import fwd_splice
 from .errors import SchedulingError
-from .irtools import (add, all_names, expr_walk, rename_var, simp, splice, sub, subst,
-                      window_composers,
-                      subst_stmts, walk)
+from .irtools import (all_names, expr_walk, rename_var, splice, subst, subst_stmts, walk,
+                      window_composers)
+from .record import primitive
 
 # ---------------------------------------------------------------- inline
 
 
+@primitive
 def inline(proc, call_cursor):
     """Replace a call of a (non-instruction) procedure by its body, with control parameters
     substituted and data parameters resolved through the argument windows."""
@@ -87,6 +86,7 @@ def _unsafe_steps(p):
     return [r.name for r in p.provenance if r.unsafe]
 
 
+@primitive
 def call_eqv(proc, call_cursor, eqv_proc):
     """Call ``eqv_proc`` instead of the current callee; both must be scheduled from the same
     original procedure (equivalent by their provenance)."""
@@ -116,197 +116,27 @@ def call_eqv(proc, call_cursor, eqv_proc):
 # ---------------------------------------------------------------- replace (unification)
 
 
-class _NoMatch(Exception):
-    pass
-
-
-class _Unifier:
-    """Match an instruction body (pattern side, over its parameters) against a block of the
-    caller; binds control parameters to caller expressions and data parameters to windows."""
-
-    def __init__(self, instr: N.Procedure):
-        self.instr = instr
-        self.ctl = {p.name for p in instr.params if not p.is_data}
-        self.data = {p.name: p for p in instr.params if p.is_data}
-        self.bind: dict = {}   # control param -> caller expr
-        self.iters: dict = {}  # instr loop var -> caller expr (its loop var)
-        self.win: dict = {}    # data param -> WindowExpr
-
-    def ctl_eq(self, pe, ce):
-        """Unify a control expression of the instruction with one of the caller."""
-        if isinstance(pe, N.Read) and not pe.idx and pe.name in self.ctl:
-            if pe.name in self.bind:
-                if const_value(simp(sub(self.bind[pe.name], ce))) != 0:
-                    raise _NoMatch(f"'{pe.name}' bound to both {expr_str(self.bind[pe.name])} "
-                                   f"and {expr_str(ce)}")
-                return
-            self.bind[pe.name] = ce
-            return
-        x = self.subst(pe)
-        if const_value(simp(sub(x, ce))) != 0:
-            raise _NoMatch(f"{expr_str(pe)} does not match {expr_str(ce)}")
-
-    def subst(self, e):
-        env = dict(self.bind)
-        env.update(self.iters)
-        for n in {x.name for x in expr_walk(e) if isinstance(x, N.Read) and not x.idx
-                  and x.name in self.ctl}:
-            if n not in env:
-                raise _NoMatch(f"size '{n}' used before it could be bound")
-        return simp(subst(e, env))
-
-    def stmts(self, ps, cs):
-        if len(ps) != len(cs):
-            raise _NoMatch(f"{len(ps)} statement(s) in the instruction, {len(cs)} in the block")
-        for p, c in zip(ps, cs):
-            self.stmt(p, c)
-
-    def stmt(self, p, c):
-        if type(p) is not type(c):
-            raise _NoMatch(f"{type(p).__name__} vs {type(c).__name__}")
-        if isinstance(p, N.For):
-            self.ctl_eq(p.lo, c.lo)
-            self.ctl_eq(p.hi, c.hi)
-            self.iters[p.iter] = N.Read(c.iter, (), c.lo.type if isinstance(
-                c.lo.type, ControlType) else p.lo.type)
-            self.stmts(p.body, c.body)
-        elif isinstance(p, N.If):
-            self.cond(p.cond, c.cond)
-            self.stmts(p.body, c.body)
-            self.stmts(p.orelse, c.orelse)
-        elif isinstance(p, (N.Assign, N.Reduce)):
-            self.access(p.name, p.idx, c.name, c.idx)
-            self.data_eq(p.rhs, c.rhs)
-        elif isinstance(p, N.Pass):
-            pass
-        else:
-            raise _NoMatch(f"cannot unify {type(p).__name__} statements")
-
-    def cond(self, p, c):
-        if isinstance(p, N.BinOp) and isinstance(c, N.BinOp) and p.op == c.op:
-            if p.op in ("and", "or"):
-                self.cond(p.lhs, c.lhs)
-                self.cond(p.rhs, c.rhs)
-            else:
-                self.ctl_eq(p.lhs, c.lhs)
-                self.ctl_eq(p.rhs, c.rhs)
-            return
-        if isinstance(p, N.UnOp) and isinstance(c, N.UnOp) and p.op == c.op:
-            self.cond(p.arg, c.arg)
-            return
-        if p != c:
-            raise _NoMatch(f"condition {expr_str(p)} vs {expr_str(c)}")
-
-    def data_eq(self, p, c):
-        if isinstance(p, N.Read) and isinstance(p.type, ControlType):
-            self.ctl_eq(p, c)
-            return
-        if type(p) is not type(c):
-            raise _NoMatch(f"{expr_str(p)} vs {expr_str(c)}")
-        if isinstance(p, N.Const):
-            if p.val != c.val:
-                raise _NoMatch(f"constant {p.val} vs {c.val}")
-        elif isinstance(p, N.Read):
-            self.access(p.name, p.idx, c.name, c.idx)
-        elif isinstance(p, N.BinOp):
-            if p.op != c.op:
-                raise _NoMatch(f"'{p.op}' vs '{c.op}'")
-            self.data_eq(p.lhs, c.lhs)
-            self.data_eq(p.rhs, c.rhs)
-        elif isinstance(p, N.UnOp):
-            if p.op != c.op:
-                raise _NoMatch(f"'{p.op}' vs '{c.op}'")
-            self.data_eq(p.arg, c.arg)
-        elif isinstance(p, N.BuiltIn):
-            if p.fn != c.fn or len(p.args) != len(c.args):
-                raise _NoMatch(f"{p.fn} vs {c.fn}")
-            for a, b in zip(p.args, c.args):
-                self.data_eq(a, b)
-        else:
-            raise _NoMatch(f"cannot unify {expr_str(p)}")
-
-    def access(self, pname, pidx, cname, cidx):
-        if pname not in self.data:
-            raise _NoMatch(f"instruction accesses '{pname}', which is not a parameter")
-        prm = self.data[pname]
-        q = [self.subst(e) for e in pidx]  # param index in caller variables
-        iter_names = {e.name for e in self.iters.values()}
-
-        def free(e):
-            return not any(isinstance(x, N.Read) and x.name in iter_names
-                           for x in expr_walk(e))
-
-        rank = len(q)
-        idx = []
-        j = 0
-        for ce in cidx:
-            if j < rank:
-                off = simp(sub(ce, q[j]))
-                if free(off) and (not free(q[j]) or rank - j >= len(cidx) - len(idx)):
-                    idx.append(("iv", off))
-                    j += 1
-                    continue
-            if not free(ce):
-                raise _NoMatch(f"index {expr_str(ce)} of '{cname}' does not fit the window "
-                               f"of parameter '{pname}'")
-            idx.append(("pt", ce))
-        if j != rank:
-            raise _NoMatch(f"'{cname}' cannot provide the {rank} window dimension(s) of "
-                           f"'{pname}'")
-        k = 0
-        widx = []
-        for kind, e in idx:
-            if kind == "pt":
-                widx.append(N.Point(e))
-            else:
-                ext = prm.type.shape[k]
-                widx.append(("iv", e, ext))
-                k += 1
-        cand = (cname, tuple(widx))
-        if pname in self.win:
-            old = self.win[pname]
-            if old[0] != cname or len(old[1]) != len(widx) or any(
-                    _neq(a, b) for a, b in zip(old[1], widx)):
-                raise _NoMatch(f"parameter '{pname}' is used with two different windows")
-        else:
-            self.win[pname] = cand
-
-    def windows(self):
-        out = {}
-        for pname, (cname, widx) in self.win.items():
-            idx = []
-            for w in widx:
-                if isinstance(w, N.Point):
-                    idx.append(w)
-                else:
-                    _, lo, ext = w
-                    hi = add(lo, self.subst(ext))
-                    idx.append(N.Interval(lo, hi))
-            out[pname] = (cname, tuple(idx))
-        return out
-
-
-def _neq(a, b):
-    if isinstance(a, N.Point) and isinstance(b, N.Point):
-        return const_value(simp(sub(a.pt, b.pt))) != 0
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return const_value(simp(sub(a[1], b[1]))) != 0
-    return True
-
-
-def replace(proc, block_cursor_, subproc, quiet: bool = True):
+@primitive
+def replace(proc, block_cursor_, subproc, quiet: bool = True, barrier=None):
     """Replace a block by a call to ``subproc`` (an ``@instr`` or a proc) if the block is an
-    instance of its body: unification binds the size arguments and the argument windows,
-    then the callee's asserts are proved at the call site (isl)."""
+    instance of its body: unification (``unify``) binds the size arguments and the argument
+    windows (over tensors, allocations or window statements such as tensor maps), then the
+    callee's asserts are proved at the call site (isl). An instruction that completes on a
+    barrier (``@instr(barrier=...)``, e.g. a TMA load) takes it as ``barrier="raw[k]"``: the
+    call becomes ``instr(...) >> raw[k]`` (sequentially meaningless; verify checks it)."""
+    from .unify import NoMatch, Unifier
+
     check_proc(proc)
     b = block_cursor(proc, block_cursor_)
     if not isinstance(subproc, N.Procedure):
         raise SchedulingError("replace: expected an @instr or @proc", proc, b.paths())
-    u = _Unifier(subproc)
+    parent, field, lo, hi = b._parent, b._field, b._lo, b._hi
+    vs, cs = D.context(proc, parent + ((field, lo),))
+    u = Unifier(proc, subproc, vs, cs)
     try:
         u.stmts(subproc.body, b.stmts())
         wins = u.windows()
-    except _NoMatch as e:
+    except NoMatch as e:
         raise SchedulingError(f"replace: the block does not match {subproc.name}: {e}", proc,
                               b.paths()) from None
     args = []
@@ -322,8 +152,6 @@ def replace(proc, block_cursor_, subproc, quiet: bool = True):
                 raise SchedulingError(f"replace: cannot infer '{prm.name}' of {subproc.name}",
                                       proc, b.paths())
             args.append(u.bind[prm.name])
-    parent, field, lo, hi = b._parent, b._field, b._lo, b._hi
-    vs, cs = D.context(proc, parent + ((field, lo),))
     env = {p.name: a for p, a in zip(subproc.params, args) if not p.is_data}
     for pred in subproc.preds:
         if any(isinstance(x, N.StrideExpr) for x in expr_walk(pred)):
@@ -331,23 +159,140 @@ def replace(proc, block_cursor_, subproc, quiet: bool = True):
         if not D.prove(proc, vs, cs, subst(pred, env)):
             raise SchedulingError(f"replace: cannot prove {subproc.name}'s precondition "
                                   f"{expr_str(subst(pred, env))} at the call", proc, b.paths())
-    # window scalar types must match the parameters
-    for prm, a in zip(subproc.params, args):
-        if prm.is_data:
-            from .buffers import _scalar
+    from .bufinfo import tensor_scalar
 
-            if _scalar(proc, a.name) != prm.type.scalar:
-                raise SchedulingError(f"replace: '{a.name}' is {_scalar(proc, a.name)}, "
-                                      f"{subproc.name} expects {prm.type.scalar}", proc,
-                                      b.paths())
-    call = N.Call(subproc, tuple(args))
+    for prm, a in zip(subproc.params, args):
+        if prm.is_data and tensor_scalar(proc, a.name) != prm.type.scalar:
+            raise SchedulingError(f"replace: '{a.name}' is {tensor_scalar(proc, a.name)}, "
+                                  f"{subproc.name} expects {prm.type.scalar}", proc, b.paths())
+    bars = _trailing_barriers(proc, subproc, barrier, (parent, field, lo), b.paths())
+    call = N.Call(subproc, tuple(args), bars)
     p2 = splice(proc, parent, field, lo, hi, [call])
-    return finish(proc, p2, "replace", [b, subproc],
-                  f"block unified with the body of {subproc.name} (sizes "
-                  f"{ {k: expr_str(v) for k, v in u.bind.items()} }); size preconditions proved; "
-                  "stride preconditions and argument shapes are checked at the call by verify",
+    checked = (f"block unified with the body of {subproc.name} (sizes "
+               f"{ {k: expr_str(v) for k, v in u.bind.items()} }; indices compared as values: "
+               "canonical forms, else isl over the loop bounds); size preconditions proved; "
+               "stride preconditions and argument shapes are checked at the call by verify")
+    if bars:
+        checked += f"; completes on {', '.join(expr_str(x) for x in bars)} (annotation)"
+    return finish(proc, p2, "replace", [b, subproc] + ([barrier] if barrier else []), checked,
                   fwd_splice(parent, field, lo, hi, 1, lambda k, rest: None
                              if rest else parent + ((field, lo),)))
 
 
-__all__ = ["inline", "call_eqv", "replace"]
+def _trailing_barriers(proc, subproc, barrier, where, paths):
+    mech = subproc.instr.barrier if subproc.instr is not None else None
+    if barrier is None:
+        if mech is not None:
+            raise SchedulingError(
+                f"replace: {subproc.name} completes on a barrier ({mech}): pass the barrier "
+                "it arrives on, e.g. replace(p, block, instr, barrier=\"raw[k]\")", proc, paths)
+        return ()
+    if mech is None:
+        raise SchedulingError(f"replace: {subproc.name} does not complete on a barrier; drop "
+                              f"barrier={barrier!r}", proc, paths)
+    from .gpu import _barrier_ref
+
+    texts = [barrier] if isinstance(barrier, str) else list(barrier)
+    return tuple(_barrier_ref(proc, where, t) for t in texts)
+
+
+# ---------------------------------------------------------------- extract_subproc
+
+
+@primitive
+def extract_subproc(proc, block, subproc_name: str, include_asserts: bool = True):
+    """Move a block (at CPU scope) into a new procedure ``subproc_name`` and call it:
+    returns ``(proc, subproc)``. The subproc's parameters are the block's free variables
+    (sizes, indices and loop variables, buffers and windows) under their own names, so its
+    body is the block unchanged and inlining the call gives the block back."""
+    check_proc(proc)
+    b = block_cursor(proc, block)
+    if not isinstance(subproc_name, str) or not subproc_name.isidentifier():
+        raise SchedulingError(f"extract_subproc: {subproc_name!r} is not an identifier", proc,
+                              b.paths())
+    from .buffers import _in_cuda_path
+
+    if _in_cuda_path(proc, b.paths()[0]):
+        raise SchedulingError("extract_subproc: procs are called only at CPU scope; this "
+                              "block is inside a CudaDeviceFunction", proc, b.paths())
+    stmts = tuple(b.stmts())
+    from .base import scope_vars
+
+    vis = scope_vars(proc, b._parent, b._field, b._lo)
+    bound = set()
+    for t in walk(stmts):
+        if isinstance(t, (N.Alloc, N.BarrierAlloc, N.WindowStmt)):
+            bound.add(t.name)
+        if isinstance(t, N.For):
+            bound.add(t.iter)
+    free = [n for n in _ordered_names(stmts) if n not in bound and n in vis]
+    if any(vis[n].kind == "barrier" for n in free):
+        raise SchedulingError("extract_subproc: the block uses barriers allocated outside it",
+                              proc, b.paths())
+    data = [n for n in free if vis[n].kind == "data"]
+    ctl = [n for n in free if vis[n].kind == "control"]
+    # sizes in the shapes of the buffers passed
+    for n in data:
+        for e in vis[n].type.shape:
+            for x in expr_walk(e):
+                if isinstance(x, N.Read) and not x.idx and x.name not in ctl:
+                    ctl.append(x.name)
+    params, args = [], []
+    for n in sorted(ctl, key=lambda n: (proc.param(n) is None, _order(proc, n))):
+        prm = proc.param(n)
+        t = prm.type if prm is not None else vis[n].type
+        params.append(N.Param(n, t))
+        args.append(N.Read(n, (), t))
+    for n in sorted(data, key=lambda n: (proc.param(n) is None, _order(proc, n))):
+        info = vis[n]
+        prm = proc.param(n)
+        typ = prm.type if prm is not None else info.type
+        params.append(N.Param(n, typ, info.mem))
+        args.append(N.WindowExpr(n, tuple(N.Interval(N.Const(0, e.type), e)
+                                          for e in typ.shape), typ.scalar))
+    names = {q.name for q in params}
+    preds = tuple(pr for pr in proc.preds if include_asserts and
+                  names_used_expr(pr) <= names)
+    sub = N.Procedure(subproc_name, tuple(params), preds, stmts, None, stmts[0].srcinfo,
+                      module=proc.module)
+    from .base import revalidate
+
+    revalidate(sub, "extract_subproc")
+    parent, field, lo, hi = b._parent, b._field, b._lo, b._hi
+    call = N.Call(sub, tuple(args), (), stmts[0].srcinfo)
+    p2 = splice(proc, parent, field, lo, hi, [call])
+    new = finish(proc, p2, "extract_subproc", [b, subproc_name, include_asserts],
+                 f"the block moved into {subproc_name} with its free variables as parameters "
+                 "under their own names: inlining the call gives it back",
+                 fwd_splice(parent, field, lo, hi, 1, lambda k, rest: None))
+    return new, sub
+
+
+def names_used_expr(e) -> set:
+    return {x.name for x in expr_walk(e) if isinstance(x, (N.Read, N.StrideExpr))}
+
+
+def _ordered_names(stmts):
+    """Names read, written or passed in ``stmts`` in first-use order."""
+    from .irtools import stmt_exprs
+
+    out = []
+    for t in walk(stmts):
+        if isinstance(t, (N.Assign, N.Reduce)) and t.name not in out:
+            out.append(t.name)
+        for e in stmt_exprs(t):
+            for x in expr_walk(e):
+                if isinstance(x, (N.Read, N.WindowExpr, N.BarrierRef, N.StrideExpr)) and \
+                        x.name not in out:
+                    out.append(x.name)
+    return out
+
+
+def _order(proc, n):
+    for k, prm in enumerate(proc.params):
+        if prm.name == n:
+            return k
+    return len(proc.params)
+
+
+__all__ = ["inline", "call_eqv", "replace", "extract_subproc"]

@@ -68,6 +68,10 @@ def test_random_schedules_of_gemm(ops):
             continue
         unsafe |= p.provenance[-1].unsafe
     same(p0, p, {"M": 5, "N": 4, "K": 7}, bitwise=not unsafe)
+    # every statement a rewrite made is located at a spec line (never <generated>:0)
+    from exogpu_verify.schedule.irtools import walk
+
+    assert all(s.srcinfo.line > 0 and s.srcinfo.file != "<generated>" for s in walk(p.body))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

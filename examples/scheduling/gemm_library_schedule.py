@@ -1,0 +1,281 @@
+"""Schedule the naive matmul into the cooperative kernels of the GEMM library (specs/gemm.py).
+
+Run: ``python examples/scheduling/gemm_library_schedule.py`` (the walk-through as IR diffs,
+the interpreter check against the spec, the all-size proof); ``--markdown`` prints the
+walk-through of ``gemm_library_walkthrough.md``.
+
+``schedule_library(Config(...))`` reaches the structure of ``specs/gemm.py``'s cooperative
+variants (``gemm(GemmConfig(..., "cooperative", G))``) from the naive spec: ``G`` output
+tiles per task sharing one ``S``-stage shared-memory ring (the producer loads the next
+tile's first stages while the consumers finish a tile: ``carry`` barriers hand a stage from
+tile ``j`` to tile ``j + 1``), a rasterized task order, and an epilogue pipelined over column
+chunks of one swizzle row (``store_acc`` into one of two ``C_smem`` buffers, a consumer named
+barrier with ``fence.proxy.async``, one consumer warp TMA-storing the chunk while keeping
+one store in flight). ``LIBRARY`` lists the variants reached: the five cooperative ones
+without split-K, BF16 and TF32, f32 and bf16 output.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NamedTuple
+
+from exogpu_verify import *  # noqa: F401,F403
+from exogpu_verify.platforms.sm90 import *  # noqa: F401,F403
+from exogpu_verify.schedule import *  # noqa: F401,F403
+
+from gemm_steps import WARPS, Shape, check_equal, fragment_layout, fragment_loops, span
+from gemm_steps import spec as naive_spec
+
+VERIFY_SIZES = {"M": 128, "N": 512, "K": 128}
+
+
+class Config(NamedTuple):
+    """A cooperative variant: ``shape`` (input type, 128 x BN tile, stages), ``tiles`` per
+    task, C's type ``out``, task-order panel height ``raster``."""
+
+    shape: Shape = Shape("bf16", 256, 4)
+    tiles: int = 2
+    out: str = "f32"
+    raster: int = 8
+
+    @property
+    def name(self) -> str:
+        s = self.shape
+        return (f"gemm_{s.dtype}_{self.out}_128x{s.tile_n}_s{s.stages}_coop_g{self.tiles}"
+                "_scheduled")
+
+
+DEFAULT = Config()
+#: the cooperative variants of specs/gemm.py (GemmConfig(dtype, out, tile_n, stages,
+#: "cooperative", tiles)) that this schedule reaches
+LIBRARY = (DEFAULT, Config(Shape("bf16", 256, 4), 2, "bf16"), Config(Shape("bf16", 128, 5), 1),
+           Config(Shape("tf32", 256, 3), 2), Config(Shape("tf32", 128, 4), 2))
+
+
+@proc
+def gemm(M: size, N: size, K: size, A: bf16[M, K], B: bf16[N, K], C: f32[M, N]):
+    assert M % 128 == 0
+    assert N % 512 == 0
+    assert K % 64 == 0
+    for i in seq(0, M):
+        for j in seq(0, N):
+            C[i, j] = 0.0
+            for k in seq(0, K):
+                C[i, j] += A[i, k] * B[j, k]
+
+
+def spec(cfg: Config):
+    """The naive spec of ``cfg`` (``gemm`` above for the default)."""
+    return gemm if cfg == DEFAULT else naive_spec(cfg.shape, cfg.tiles, cfg.out)
+
+
+def schedule_library(cfg: Config = DEFAULT, show=None):
+    """Return ``[(step description, proc), ...]`` from the spec of ``cfg`` to its kernel."""
+    shape = cfg.shape
+    T, TN, TK, S, G = shape.T, shape.tile_n, shape.kb, shape.stages, cfg.tiles
+    TC = f32 if cfg.out == "f32" else bf16
+    KN = 32 // T.nbytes     # k of one wgmma
+    W = 128 // TC.nbytes    # epilogue chunk: one 128-byte swizzle row of C
+    steps = []
+
+    def step(desc, p):
+        steps.append((desc, p))
+        if show:
+            show(desc, p)
+        return p
+
+    p = step("the sequential specification", spec(cfg))
+
+    # --- tiles: G tiles of 128 x BN per task, K steps outside the tile
+    p = divide_loop(p, "i", 128, ["m", "ii"], perfect=True)
+    p = divide_loop(p, "j", TN * G, ["ng", "jr"], perfect=True)
+    p = divide_loop(p, "jr", TN, ["j", "ji"], perfect=True)
+    p = reorder_loops(p, "ii ng")
+    p = reorder_loops(p, "ii j")
+    if cfg.out == "f32":
+        p = fission(p, "after: C[_] = 0.0", n_lifts=2)
+    else:  # the spec's f32 accumulator becomes the tile's accumulator
+        p = expand_dim(p, "D : _", TN, "ji")
+        p = expand_dim(p, "D : _", 128, "ii")
+        p = lift_alloc(p, "D : _", n_lifts=2)
+        p = fission(p, "after: D[_] = 0.0", n_lifts=2)
+        p = fission(p, "before: C[_] = D[_]", n_lifts=2)
+    p = divide_loop(p, "k", TK, ["kt", "ki"], perfect=True)
+    p = reorder_loops(p, p.find_loop("kt").parent())
+    p = step(f"tasks of {G} tiles of 128 x {TN}; K steps of {TK} outside each tile",
+             reorder_loops(p, p.find_loop("kt").parent()))
+
+    # --- the kernel (a task loop over K slices too: one slice, as the library's non-split
+    # variants), on device tensors, with a rasterized task order
+    for t in ("A", "B", "C"):
+        p = set_memory(p, t, CudaGmemLinear)
+    p = add_loop(p, "for m in _: _", "s", 1)
+    p = wrap_with_context(p, "for s in _: _", CudaDeviceFunction(
+        warp_config=WARPS, task_raster=cfg.raster), tasks=3,
+        mem={"D": Sm90_RmemMatrixD} if cfg.out != "f32" else None)
+    if cfg.out == "f32":
+        tile = p.find_loop("ii")
+        p = stage_mem(p, tile.expand(0, 1), f"C[128 * m:128 * m + 128, {TN * G} * ng + "
+                      f"{TN} * j:{TN * G} * ng + {TN} * j + {TN}]", "D", mem=Sm90_RmemMatrixD)
+    p = step("a kernel (task_raster: panels of tile rows); the tile accumulates in registers",
+             simplify(p))
+    p = step("the accumulator in the wgmma fragment layout", fragment_layout(p, "D : _"))
+
+    # --- tensor maps; A and B tiles staged through them; consumers and the zero-fill
+    kernel = "before: with CudaDeviceFunction(_): _"
+    p = insert_window(p, kernel, "tA", "A[:, :]", Sm90_tensorMap(128, 128, TK))
+    p = insert_window(p, kernel, "tB", "B[:, :]", Sm90_tensorMap(128, TN, TK))
+    p = insert_window(p, kernel, "tC", "C[:, :]", Sm90_tensorMap(128, 128, W))
+    p = stage_mem(p, p.find_loop("kt").body(),
+                  f"tA[128 * m:128 * m + 128, {TK} * kt:{TK} * kt + {TK}]", "sA",
+                  mem=Sm90_SmemSwizzled(128))
+    p = stage_mem(p, p.find_loop("kt").body()[-1], f"tB[{TN * G} * ng + {TN} * j:{TN * G} * "
+                  f"ng + {TN} * j + {TN}, {TK} * kt:{TK} * kt + {TK}]", "sB",
+                  mem=Sm90_SmemSwizzled(128))
+    p = simplify(p)
+    p = divide_loop(p, p.find_loop("kt").body()[-1], 64, ["wg", "mi"], perfect=True)
+    p = divide_loop(p, p.find_loop("ki"), KN, ["kk", "k"], perfect=True)
+    p = reorder_loops(p, p.find_loop("kk").parent())
+    p = simplify(reorder_loops(p, p.find_loop("kk").parent()))
+    p = replace(p, p.find_loop("mi"), Sm90_wgmma_ss(T, TN))
+    p = set_loop_mode(p, "wg", CudaThreads(unit=cuda_warpgroup))
+    p = wrap_with_context(p, p.find_loop("wg"), CudaWarps(name="consumer"))
+    p = fragment_loops(p, p.find_loop("ii"), p.find_loop("ji"),
+                       ["wz", "wz_w", "wz_l", "wz_nb", "wz_h", "wz_j"])
+    p = replace(p, p.find_loop("wz_w"), Sm90_wgmma_zero(TN))
+    p = set_loop_mode(p, "wz", CudaThreads(unit=cuda_warpgroup))
+    p = step(f"tensor maps; consumers: {TK // KN} wgmma m64n{TN}k{KN} per warpgroup and K "
+             "step, a wgmma_zero per tile",
+             wrap_with_context(p, p.find_loop("wz"), CudaWarps(name="consumer")))
+
+    # --- the producer: a ring of S slots shared by the tiles of a task
+    p = insert_barrier_alloc(p, p.find_loop("kt").before(), "raw", [f"K / {TK}"],
+                             CudaMbarrier, ring_dim_idx=0, ring_depth=S)
+    tma = Sm90_tma_load(2, T)
+    for buf, tm in (("sA", "tA"), ("sB", "tB")):
+        p = expand_dim(p, f"{buf} : _", S, f"kt % {S}")
+        p = lift_alloc(p, f"{buf} : _", n_lifts=2)
+        copy = p.find(f"{buf}[_] = {tm}[_]").parent().parent()
+        p = replace(p, copy, tma, barrier="raw[kt]")
+    p = step(f"producer: TMA loads into ring slot kt % {S}; the ring belongs to the task "
+             "(its tiles share it)", wrap_with_context(p, p.find(f"{tma.name}(_)").expand(
+                 0, 1), CudaWarps(0, 1, name="producer")))
+
+    # --- the epilogue: column chunks of W, double-buffered C_smem, consumer TMA stores
+    store = p.find("C[_] = D[_]").parent().parent()
+    p = stage_mem(p, store, f"tC[128 * m:128 * m + 128, {TN * G} * ng + {TN} * j:"
+                  f"{TN * G} * ng + {TN} * j + {TN}]", "C_smem", mem=Sm90_SmemSwizzled(128))
+    p = divide_dim(p, "C_smem : _", 1, W)
+    p = simplify(rearrange_dim(p, "C_smem : _", [1, 0, 2]))
+    st = p.find("C_smem[_] = D[_]").parent().parent()
+    p = divide_loop(p, st.body()[0], W, ["c", "n2"], perfect=True)
+    p = reorder_loops(p, p.find_loop("c").parent())
+    p = divide_loop(p, p.find_loop("c").body()[0], 64, ["we", "m2"], perfect=True)
+    p = simplify(p)
+    p = replace(p, p.find_loop("m2"), Sm90_store_acc(TC))
+    back = p.find("tC[_] = C_smem[_]").parent().parent()
+    p = divide_loop(p, back.body()[0], W, ["jb", "jc"], perfect=True)
+    p = simplify(reorder_loops(p, p.find_loop("jb").parent()))
+    p = replace(p, p.find_loop("jb").body()[0], Sm90_tma_store(2, TC))
+    p = fuse(p, p.find_loop("c"), p.find_loop("jb"))
+    p = resize_dim(p, "C_smem : _", 0, 2, 0, fold=True)
+    p = lift_alloc(simplify(p), "C_smem : _")
+    p = set_loop_mode(p, "we", CudaThreads(unit=cuda_warpgroup))
+    p = step(f"epilogue: per chunk of {W} columns, store_acc into one of two C_smem buffers "
+             "(resize_dim(fold=True)), then one TMA store",
+             wrap_with_context(p, p.find(f"tma_store_2d_{TC.name}(_)"), CudaWarps(0, 1)))
+    p = library_sync(p, step, cfg, TC)
+    return steps[:-1] + [(steps[-1][0], rename(p, cfg.name))]
+
+
+def library_sync(p, step, cfg: Config, TC):
+    """The ring protocol of specs/gemm.py, inserted as annotations."""
+    TK, S, G = cfg.shape.kb, cfg.shape.stages, cfg.tiles
+    p = insert_barrier_alloc(p, p.find_loop("j").before(), "carry", [G, S], CudaMbarrier,
+                             ring_dim_idx=0, ring_depth=2)
+    p = insert_barrier_alloc(p, p.find_loop("j").before(), "tcg", [], Sm90_TmaCommitGroup)
+    p = insert_barrier_alloc(p, p.find_loop("kt").before(), "war", [f"K / {TK}"],
+                             CudaMbarrierPreArrive(S), ring_dim_idx=0, ring_depth=S)
+    p = insert_barrier_alloc(p, p.find_loop("kt").before(), "cg", [2], Sm90_WgmmaCommitGroup)
+    # producer: a slot of the previous tile (carry), then a free slot (war); one arrive
+    prod = p.find(f"{Sm90_tma_load(2, cfg.shape.T).name}(_)").parent()
+    p = insert_await(p, prod.body()[0].before(), "war[kt]", cuda_temporal, 0)
+    p = insert_await(p, p.forward(prod).body()[0].before(), "carry[j - 1, kt]",
+                     cuda_temporal, 0)
+    p = add_if(p, p.forward(prod).body()[0], f"j >= 1 and kt < {S}")
+    p = insert_arrive(p, p.forward(prod).body()[-1].after(), cuda_temporal, "raw[kt]")
+    p = add_loop(p, p.forward(prod).body()[-1], "t", 1)
+    p = step("producer synchronization: the previous tile's stage (carry), a free slot "
+             "(war), one arrive on raw[kt]", set_loop_mode(p, "t", CudaThreads(unit=cuda_thread)))
+    # consumers
+    wg = p.find_loop("wg")
+    p = insert_await(p, wg.body()[0].before(), "raw[kt]", cuda_generic_and_async_proxy, 0)
+    kk = p.find_loop("kk")
+    p = insert_fence(p, kk.before(), wgmma_fence_1, wgmma_fence_2)
+    p = insert_arrive(p, p.forward(kk).after(), wgmma_async, "cg[wg]")
+    commit = p.forward(kk).next()
+    p = insert_await(p, commit.after(), "cg[wg]", cuda_in_order, 1)
+    p = add_if(p, p.forward(commit).next(), "kt >= 1")
+    wg = p.find_loop("wg")
+    p = insert_arrive(p, wg.after(), cuda_in_order, f"war[kt + {S - 1}]")
+    rel = p.forward(wg).next()
+    p = insert_arrive(p, rel.after(), cuda_in_order, f"carry[j, (kt - 1) % {S}]")
+    p = add_if(p, p.forward(rel).next(), f"kt - 1 >= K / {TK} - {S}")
+    p = step("consumer synchronization: wait for raw[kt], wgmma.fence, commit, one group in "
+             "flight; release the previous stage (war) and, for the tile's last stages, hand "
+             "them to the next tile (carry)",
+             add_if(p, span(p.forward(rel), p.forward(rel).next()), "kt >= 1"))
+    # after the K loop: wait for all wgmmas, release the last stage, then the chunks
+    kt = p.find_loop("kt")
+    p = insert_pass(p, kt.after())
+    p = add_loop(p, p.forward(kt).next(), "wf", 2)
+    p = insert_await(p, p.find_loop("wf").body()[0].before(), "cg[wf]", cuda_in_order, 0)
+    p = set_loop_mode(delete_pass(p), "wf", CudaThreads(unit=cuda_warpgroup))
+    wf = p.find_loop("wf")
+    p = insert_arrive(p, wf.after(), cuda_in_order, f"war[K / {TK} + {S - 1}]")
+    p = insert_arrive(p, p.forward(wf).next().after(), cuda_in_order,
+                      f"carry[j, (K / {TK} - 1) % {S}]")
+    c = p.find_loop("c")
+    p = insert_fence(p, c.body()[0].after(), cuda_in_order, cuda_generic_and_async_proxy)
+    st = p.find(f"tma_store_2d_{TC.name}(_)")
+    p = insert_arrive(p, st.after(), tma_to_gmem_async, "tcg")
+    p = insert_await(p, p.forward(st).next().after(), "tcg", cuda_in_order, 1)
+    c = p.find_loop("c")
+    p = insert_fence(p, c.body()[-1].after(), cuda_in_order, cuda_in_order)
+    p = wrap_with_context(p, span(p.find_loop("wf"), p.find_loop("c")),
+                          CudaWarps(name="consumer"))
+    jl = p.find_loop("j")
+    p = insert_await(p, jl.after(), "tcg", cuda_in_order, 0)
+    p = wrap_with_context(p, p.forward(jl).next(), CudaWarps(0, 1))
+    p = wrap_with_context(p, p.forward(jl).next(), CudaWarps(name="consumer"))
+    return step("epilogue synchronization: named consumer barriers around the chunk (with "
+                "fence.proxy.async before the TMA store reads it), one bulk store in flight, "
+                "all stores read before the task ends",
+                insert_fence(p, p.forward(jl).next().after(), cuda_in_order, cuda_in_order))
+
+
+#: the scheduled kernel of the default variant (exogpu-verify proves it, exogpu-codegen
+#: builds it)
+gemm_bf16_f32_128x256_s4_coop_g2_scheduled = schedule_library()[-1][1]
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    steps = schedule_library()
+    if "--markdown" in argv:
+        print(walkthrough(steps), end="")
+        return 0
+    print(walkthrough(steps))
+    final = steps[-1][1]
+    print(provenance_report(final))
+    ok = all(check_equal(steps[0][1], p, sizes=(("M", 128), ("N", 512), ("K", 128)))
+             for _, p in steps)
+    print(f"\nsequential interpreter: every step bitwise equal to the spec: {ok}")
+    r = verify(final)
+    print(f"verify: {r.summary()}")
+    return 0 if ok and r.verdict == "proven" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

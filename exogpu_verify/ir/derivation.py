@@ -1,0 +1,81 @@
+"""Where a scheduled procedure comes from, read off its provenance (``Rewrite`` records).
+
+``root(p)`` is ``p1``, the procedure the chain of rewrites started from; ``derivation(p)``
+the one line reports and generated files carry: "derived from p1 (file:line) by k checked
+steps (j unsafe)". ``provenance_record(p)`` the whole chain as JSON data, as certificates
+store it. The records are made by ``exogpu_verify.schedule``; this module only reads them,
+so every layer (reports, certificates, the codegen gate) can use them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from . import nodes as N
+
+
+def program_hash(p: N.Procedure, text: str | None = None) -> str:
+    """sha256 of the printed IR (the identity certificates are bound to)."""
+    if text is None:
+        from .printer import print_proc
+
+        text = print_proc(p)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def root(p: N.Procedure) -> N.Procedure:
+    """``p1``: the procedure the chain of ``p`` starts from (``p`` itself if none)."""
+    if not p.provenance:
+        return p
+    fw = p.provenance[0].forward
+    src = getattr(fw, "src", None)
+    return src if isinstance(src, N.Procedure) else p
+
+
+def where(p1: N.Procedure) -> str:
+    si = p1.srcinfo
+    if si is None or not si.line:
+        return "(no source location)"
+    f = si.file
+    try:
+        f = os.path.relpath(f)
+    except ValueError:
+        pass
+    return f"{f}:{si.line}"
+
+
+def derivation(p: N.Procedure) -> str | None:
+    """One line: where ``p`` comes from, or None for a procedure written directly."""
+    if not p.provenance:
+        return None
+    p1 = root(p)
+    k = len(p.provenance)
+    j = sum(1 for r in p.provenance if r.unsafe)
+    return (f"derived from {p1.name} ({where(p1)}) by {k} checked step{'s' * (k != 1)} "
+            f"({j} unsafe)")
+
+
+def provenance_record(p: N.Procedure) -> dict | None:
+    """The chain as JSON data (None for a procedure written directly)."""
+    if not p.provenance:
+        return None
+    p1 = root(p)
+    steps = []
+    for rw in p.provenance:
+        steps.append({"primitive": rw.name, "args": rw.args, "checked": rw.checked,
+                      "unsafe": bool(rw.unsafe),
+                      "call": rw.call.to_json() if rw.call is not None and
+                      rw.call.args is not None else None,
+                      "result_hash": rw.result_hash})
+    si = p1.srcinfo
+    f = si.file if si else None
+    if f and os.path.isabs(f):
+        try:
+            f = os.path.relpath(f)
+        except ValueError:
+            pass
+    return {"source": {"proc": p1.name, "file": f, "line": si.line if si else None,
+                       "hash": program_hash(p1)},
+            "steps": steps, "result_hash": program_hash(p),
+            "summary": derivation(p)}
