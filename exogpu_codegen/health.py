@@ -39,6 +39,7 @@ class SassKernel:
     named_barriers: tuple[int, ...] = ()  # ids of BAR.SYNC / BAR.ARV (0 = CTA barrier)
     membar_gpu: int = 0                   # MEMBAR.ALL.GPU (what a plain fence.proxy.async is)
     instructions: int = 0
+    global_loads_128: int = 0             # LDG.*.128 (16-byte vector loads)
 
     @property
     def max_hgmma_run(self) -> int:
@@ -49,7 +50,8 @@ class SassKernel:
                 "max_hgmma_run": self.max_hgmma_run, "depbar_gsb0": sorted(set(self.depbar_gsb0)),
                 "local_loads": self.local_loads, "local_stores": self.local_stores,
                 "named_barriers": sorted(set(self.named_barriers)),
-                "membar_gpu": self.membar_gpu, "instructions": self.instructions}
+                "membar_gpu": self.membar_gpu, "instructions": self.instructions,
+                "global_loads_128": self.global_loads_128}
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ def parse_sass(text: str) -> dict[str, SassKernel]:
         if cur is not None:
             out[cur] = SassKernel(cur, tuple(acc["hgmma"]), tuple(acc["runs"]),
                                   tuple(acc["depbar"]), acc["ldl"], acc["stl"],
-                                  tuple(acc["bars"]), acc["membar"], acc["n"])
+                                  tuple(acc["bars"]), acc["membar"], acc["n"], acc["ldg128"])
 
     for line in text.splitlines():
         m = _FUNC.match(line)
@@ -138,7 +140,7 @@ def parse_sass(text: str) -> dict[str, SassKernel]:
             flush()
             cur = demangle(m.group(1))
             acc = {"hgmma": [], "runs": [], "depbar": [], "ldl": 0, "stl": 0, "bars": [],
-                   "membar": 0, "n": 0, "pending": 0}
+                   "membar": 0, "n": 0, "pending": 0, "ldg128": 0}
             continue
         if cur is None:
             continue
@@ -166,6 +168,8 @@ def parse_sass(text: str) -> dict[str, SassKernel]:
             acc["stl"] += 1
         elif op.startswith("MEMBAR") and ".GPU" in op:
             acc["membar"] += 1
+        elif op.startswith("LDG") and op.endswith(".128"):
+            acc["ldg128"] += 1
         b = _BAR.search(ins)
         if b:
             acc["bars"].append(int(b.group(1), 0))

@@ -216,15 +216,19 @@ class HostGen:
             else:
                 box.append(1)
         c = cname(s.name)
-        L(f"CUtensorMap {c};")
+        # encoded once per distinct (pointer, dims, strides): unchanged arguments reuse it
+        L(f"static thread_local exo_TmapCache exo_tmc_{c};")
         L.open("")
         L.lines[-1] = L.lines[-1].replace(" {", "{")
         L(f"const int64_t exo_dims[{rank}] = {{{', '.join(base.shape)}}};")
         L(f"const int64_t exo_strides[{rank}] = {{{', '.join(base.strides)}}};")
         L(f"const int exo_box[{rank}] = {{{', '.join(map(str, box))}}};")
-        L(f"EXO_TRY(exo_encode_tmap(&{c}, {_TMAP_DTYPE[base.scalar.name]}, {rank}, {base.ptr}, "
-          f"exo_dims, exo_strides, exo_box, {base.scalar.nbytes}, {_SWIZZLE[swz]}));")
+        L(f"EXO_TRY(exo_tmap_cached(&exo_tmc_{c}, {rank}, {base.ptr}, exo_dims, exo_strides, "
+          f"[&](CUtensorMap* exo_m) {{ return exo_encode_tmap(exo_m, "
+          f"{_TMAP_DTYPE[base.scalar.name]}, {rank}, {base.ptr}, exo_dims, exo_strides, "
+          f"exo_box, {base.scalar.nbytes}, {_SWIZZLE[swz]}); }}));")
         L.close()
+        L(f"const CUtensorMap& {c} = exo_tmc_{c}.map;")
         tm = TensorMapView(c, tuple(coords), tuple(dims), tuple(box), swz)
         return Buf(s.name, base.scalar, mem, c, tuple("1" for _ in dims),
                    tuple("0" for _ in dims), tmap=tm)
@@ -273,13 +277,21 @@ def launch_function(p: N.Procedure, kc: KernelCode) -> str:
     L.open(f"static int exo_launch{kc.index}_{p.name}(cudaStream_t exo_cudaStream, "
            f"const {kc.args_struct}& exo_a, int64_t exo_ntasks)")
     L("if (exo_ntasks <= 0) return 0;")
-    L("const int exo_sms = exo_num_sms();")
+    L("int exo_dev = 0;")
+    L("const int exo_sms = exo_num_sms(&exo_dev);")
     L("if (exo_sms <= 0) return int(cudaErrorNoDevice);")
     if kc.smem_bytes:
+        L("// the dynamic shared-memory limit, raised once per device and host thread")
+        L("static thread_local uint64_t exo_smem_set = 0;")
+        L.open("if (exo_dev >= 64 || !(exo_smem_set & (uint64_t(1) << exo_dev)))")
         L(f"EXO_TRY(cudaFuncSetAttribute({kc.name}, cudaFuncAttributeMaxDynamicSharedMemorySize, "
           f"{kc.smem_bytes}));")
+        L("if (exo_dev < 64) exo_smem_set |= uint64_t(1) << exo_dev;")
+        L.close()
     L("// persistent kernel: one cluster per group of SMs, never more clusters than tasks")
     L(f"int64_t exo_clusters = int64_t(exo_sms) * {kc.blocks_per_sm} / {kc.cluster_dim};")
+    L(f"if (exo_grid_limit > 0 && exo_clusters * {kc.cluster_dim} > exo_grid_limit)")
+    L(f"  exo_clusters = exo_grid_limit / {kc.cluster_dim};")
     L("if (exo_clusters > exo_ntasks) exo_clusters = exo_ntasks;")
     L("if (exo_clusters < 1) exo_clusters = 1;")
     L("cudaLaunchConfig_t exo_cfg = {};")

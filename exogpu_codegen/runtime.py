@@ -1,6 +1,6 @@
 """Calling a built kernel library from Python: ``Kernel(**args)``.
 
-Arguments are passed by name: sizes as Python ints (a size missing from the call is read
+Arguments are passed by name (``stream=`` is the CUDA stream, see ``Kernel``): sizes as Python ints (a size missing from the call is read
 from the shape of an array argument whose declared extent is exactly that size), tensors as
 device arrays (anything with ``__cuda_array_interface__`` such as CuPy, Numba or PyTorch
 CUDA tensors, or any DLPack producer on a CUDA device) or as numpy arrays (copied to the
@@ -23,6 +23,7 @@ from exogpu_verify.ir import nodes as N
 
 from .cexpr import eval_ctl
 from .errors import usage
+from .launch import LaunchError, RawLaunch, load_library, set_grid_limit, stream_ptr
 
 _INT32_MAX = 2**31 - 1
 
@@ -123,13 +124,38 @@ def _dtype_ok(a: _Array, want: np.dtype) -> bool:
 # ---------------------------------------------------------------- the callable
 
 class Kernel:
-    """A compiled proc: ``k(N=4096, A=a, B=b)``; ``k.build`` has the library and resources."""
+    """A compiled proc: ``k(N=4096, A=a, B=b, stream=s)`` (checked) or ``k.launch(...)``
+    (raw); ``k.build`` has the library and resources.
+
+    * ``k(**args, stream=None)`` checks names, shapes, dtypes, strides, the proc's asserts and
+      the GPU, stages numpy arrays for device memory, and queues the kernels on ``stream``.
+      The checks run once per distinct argument signature (pointers, shapes, strides, dtypes,
+      sizes and scalars): a call with the same arguments as the previous one goes straight to
+      the entry. It synchronizes only when numpy arrays were staged (to copy them back); a
+      fault inside a kernel is reported by the next synchronization, as with any CUDA launch
+      (``k.synchronize(stream)``).
+    * ``k.launch(**args, stream=None)``: no Python checks at all (``launch.RawLaunch``): every
+      size passed explicitly, tensors as device arrays or pointers. ``k.bind(**args)`` returns
+      ``bound(stream)`` with the arguments converted once.
+
+    The default stream is CuPy's current stream when CuPy arrays are passed, PyTorch's current
+    stream for PyTorch tensors, else the legacy default stream. In the generated entry, tensor
+    maps are encoded once per distinct (pointer, shape, strides) and cached, and the
+    shared-memory attribute and the SM count are set and read once per device
+    (``host.py``), so repeated launches with unchanged arguments do no host work beyond the
+    launch itself."""
 
     def __init__(self, proc: N.Procedure, generated, build):
         self.proc = proc
         self.generated = generated
         self.build = build
         self._lib = None
+        self._rawl = None
+        self._checked = None        # (signature, ctypes args) of the last checked call
+        self._device_ok = False
+        if any(q.name == "stream" for q in proc.params):
+            raise usage(f"{proc.name}: a parameter named 'stream' clashes with the runtime's "
+                        "stream= argument; rename it", node=proc.param("stream"))
 
     @property
     def resources(self):
@@ -145,23 +171,16 @@ class Kernel:
     def _load(self):
         if self._lib is None:
             try:
-                lib = ctypes.CDLL(str(self.build.library))
+                self._lib = load_library(self.build.library)
             except OSError as e:
                 raise usage(f"cannot load {self.build.library}: {e}") from None
-            kinds = {"int64": ctypes.c_int64, "ptr": ctypes.c_void_p,
-                     "double": ctypes.c_double, "stride": ctypes.c_int64}
-            fn = getattr(lib, self.generated.entry)
-            fn.argtypes = [ctypes.c_void_p] + [kinds[k] for _, k, _ in self.generated.params]
-            fn.restype = ctypes.c_int
-            lib.exo_rt_error_string.restype = ctypes.c_char_p
-            lib.exo_rt_error_string.argtypes = [ctypes.c_int]
-            lib.exo_rt_malloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-            lib.exo_rt_free.argtypes = [ctypes.c_void_p]
-            lib.exo_rt_memcpy.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                          ctypes.c_int]
-            lib.exo_rt_sync.argtypes = [ctypes.c_void_p]
-            self._lib = lib
         return self._lib
+
+    def _raw(self) -> RawLaunch:
+        if self._rawl is None:
+            self._rawl = RawLaunch(self._load(), self.generated.entry, self.generated.params,
+                                   self.proc.name)
+        return self._rawl
 
     def _err(self, what: str, code: int):
         msg = self._lib.exo_rt_error_string(code).decode(errors="replace")
@@ -189,13 +208,31 @@ class Kernel:
             raise usage(f"'{self.proc.name}' was built for {arch}, but the GPU has compute "
                         f"capability {ma.value}.{mi.value}")
 
-    def __call__(self, **kwargs):
-        return self.launch(None, **kwargs)
+    # ------------------------------------------------------------ raw path
+    def launch(self, stream=None, **kwargs) -> None:
+        """Queue the proc on ``stream`` with no Python checks (see the class docstring)."""
+        try:
+            self._raw()(stream, **kwargs)
+        except LaunchError as e:
+            raise self._err("the launch", e.code) from None
 
-    def launch(self, stream=None, **kwargs):
-        """Run the proc on ``stream`` (a CUDA stream pointer or an object with ``.ptr``; by
-        default CuPy's current stream if CuPy is in use, else the default stream), then
-        synchronize it."""
+    def bind(self, **kwargs):
+        """``bound(stream=None)``: the raw launch with its arguments converted once."""
+        return self._raw().bind(**kwargs)
+
+    def set_grid_limit(self, ctas: int) -> None:
+        """At most ``ctas`` CTAs per launch of this library's kernels (0: the default, one
+        per SM times ``blocks_per_sm``); see ``launch.set_grid_limit``."""
+        set_grid_limit(self._load(), ctas)
+
+    def synchronize(self, stream=None) -> None:
+        """Wait for ``stream``; a fault of a kernel queued on it is raised here."""
+        rc = self._load().exo_rt_sync(ctypes.c_void_p(stream_ptr(stream)))
+        if rc != 0:
+            raise self._err("the kernel", rc)
+
+    # ------------------------------------------------------------ checked path
+    def __call__(self, stream=None, **kwargs):
         p = self.proc
         names = [q.name for q in p.params]
         extra = sorted(set(kwargs) - set(names))
@@ -204,39 +241,30 @@ class Kernel:
                         f"parameters are {', '.join(names)}")
         arrays = {q.name: as_array(q.name, kwargs[q.name]) for q in p.params
                   if q.is_data and q.type.shape and q.name in kwargs}
-        env = self._sizes(kwargs, arrays)
-        self._check_arrays(arrays, env)
-        self._check_asserts(env)
-        if self._needs_gpu():
-            self.check_device()
+        stream = self._default_stream(stream, arrays)
+        staging = any(not a.device and self._in_gmem(n) for n, a in arrays.items())
+        sig = None if staging else self._signature(kwargs, arrays)
+        if sig is not None and self._checked is not None and self._checked[0] == sig:
+            args = self._checked[1]                          # same arguments: checked before
+        else:
+            args = None
+            env = self._sizes(kwargs, arrays)
+            self._check_arrays(arrays, env)
+            self._check_asserts(env)
+            if self._needs_gpu() and not self._device_ok:
+                self.check_device()
+                self._device_ok = True
         lib = self._load()
-        if stream is None and "cupy" in sys.modules and any(a.device for a in arrays.values()):
-            stream = sys.modules["cupy"].cuda.get_current_stream().ptr
-        stream = getattr(stream, "ptr", stream) or 0
         staged = []
         try:
-            args = [ctypes.c_void_p(stream)]
-            for decl, kind, name in self.generated.params:
-                q = p.param(name)
-                if kind == "int64":
-                    args.append(int(env[name]))
-                elif kind == "double":
-                    args.append(float(kwargs[name]))
-                elif kind == "stride":
-                    d = int(decl.rsplit("_s", 1)[1])
-                    args.append(arrays[name].strides[d])
-                else:
-                    a = arrays[name] if name in arrays else as_array(name, kwargs[name])
-                    if q.mem is not None and q.mem.space == "gmem" and not a.device:
-                        a = self._stage(name, a, staged)
-                    elif q.mem is not None and q.mem.space == "host" and a.device:
-                        raise usage(f"argument '{name}' ({q.mem}) must be a host (numpy) "
-                                    "array, not a device array")
-                    args.append(ctypes.c_void_p(a.ptr))
-            rc = getattr(lib, self.generated.entry)(*args)
+            if args is None:
+                args = self._entry_args(kwargs, arrays, env, staged)
+                if sig is not None:
+                    self._checked = (sig, args)
+            rc = getattr(lib, self.generated.entry)(ctypes.c_void_p(stream), *args)
             if rc != 0:
                 raise self._err("the launch", rc)
-            if self._needs_gpu():
+            if staged:
                 rc = lib.exo_rt_sync(ctypes.c_void_p(stream))
                 if rc != 0:
                     raise self._err("the kernel", rc)
@@ -248,6 +276,59 @@ class Kernel:
         finally:
             for _, dev, _ in staged:
                 lib.exo_rt_free(ctypes.c_void_p(dev))
+
+    def _in_gmem(self, name: str) -> bool:
+        q = self.proc.param(name)
+        return q.mem is not None and q.mem.space == "gmem"
+
+    @staticmethod
+    def _default_stream(stream, arrays) -> int:
+        if stream is not None:
+            return stream_ptr(stream)
+        mods = {type(a.keep[0] if isinstance(a.keep, tuple) else a.keep).__module__
+                .split(".")[0] for a in arrays.values() if a.device}
+        if "cupy" in mods and "cupy" in sys.modules:
+            return sys.modules["cupy"].cuda.get_current_stream().ptr
+        if "torch" in mods and "torch" in sys.modules:
+            return sys.modules["torch"].cuda.current_stream().cuda_stream
+        return 0
+
+    def _signature(self, kwargs, arrays) -> tuple:
+        """What the checks depend on: per array pointer, shape, strides, dtype and host or
+        device; every other argument's value."""
+        out = []
+        for q in self.proc.params:
+            if q.name in arrays:
+                a = arrays[q.name]
+                out.append((q.name, a.ptr, tuple(a.shape), a.strides, str(a.dtype), a.itemsize,
+                            a.kind, a.device))
+            elif q.name in kwargs:
+                v = kwargs[q.name]
+                out.append((q.name, type(v).__name__, v if isinstance(v, (int, float)) else
+                            id(v)))
+        return tuple(out)
+
+    def _entry_args(self, kwargs, arrays, env, staged) -> list:
+        p = self.proc
+        args = []
+        for decl, kind, name in self.generated.params:
+            q = p.param(name)
+            if kind == "int64":
+                args.append(int(env[name]))
+            elif kind == "double":
+                args.append(float(kwargs[name]))
+            elif kind == "stride":
+                d = int(decl.rsplit("_s", 1)[1])
+                args.append(arrays[name].strides[d])
+            else:
+                a = arrays[name] if name in arrays else as_array(name, kwargs[name])
+                if q.mem is not None and q.mem.space == "gmem" and not a.device:
+                    a = self._stage(name, a, staged)
+                elif q.mem is not None and q.mem.space == "host" and a.device:
+                    raise usage(f"argument '{name}' ({q.mem}) must be a host (numpy) "
+                                "array, not a device array")
+                args.append(ctypes.c_void_p(a.ptr))
+        return args
 
     def _stage(self, name, a: _Array, staged) -> _Array:
         host = a.host

@@ -119,10 +119,21 @@ for _n in getattr(MODULES.get("gemm"), "VARIANTS", {}):
                                {"M": 128, "N": 512, "K": 48}]
 
 
+def gemv_ref(A, x, y, **_):
+    """``y = A @ x`` (float64 reference, rounded to f32)."""
+    return {"y": (A.astype(np.float64) @ x.astype(np.float64)).astype(np.float32)}
+
+
+# the GEMV variants (specs/gemv.py): f32 sums in another order than numpy's
+for _n in getattr(MODULES.get("gemv"), "VARIANTS", {}):
+    REFERENCES[("gemv", _n)] = (gemv_ref, 1e-5)
+    BAD_SIZES[("gemv", _n)] = [{"M": 40, "K": 512}, {"M": 64, "K": 520}]
+
+
 def _slow_gemm(params):
-    """GEMM variants take 5-30 s each to verify: the CI proof gate (``exogpu-verify
-    specs/``) proves them; here they run with ``-m slow``."""
-    return [pytest.param(*pr, marks=pytest.mark.slow) if pr[0] == "gemm" else pr
+    """GEMM (and GEMV) variants take 5-30 s each to verify: the CI proof gate
+    (``exogpu-verify specs/``) proves them; here they run with ``-m slow``."""
+    return [pytest.param(*pr, marks=pytest.mark.slow) if pr[0] in ("gemm", "gemv") else pr
             for pr in params]
 
 

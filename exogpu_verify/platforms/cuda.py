@@ -12,6 +12,14 @@
   registers (the sequential body reads ``src`` after writing ``dst``).
 * ``setmaxnreg_inc(n)`` / ``setmaxnreg_dec(n)``: change the warpgroup's register budget (what
   ``CudaWarpConfig(setmaxnreg_inc=...)`` lowers to); no data effect.
+* ``cuda_ld_v4_f32(dst, src)`` / ``cuda_ld_v4_cs_f32(dst, src)``: one thread loads 4
+  contiguous f32 (16 bytes) from global memory into 4 registers with one vector load
+  (``ld.global.v4.f32``; ``_cs``: ``ld.global.cs.v4.f32``, the evict-first streaming hint for
+  data read once). Both are ordinary weak loads (``cuda_in_order_instr``), never the
+  non-coherent ``.nc`` path, so any Fence or Await that orders a plain load orders them. The
+  address must be 16-byte aligned: the window starts at an element offset that is a multiple
+  of 4 of a tensor whose base is 16-byte aligned (``cudaMalloc`` returns 256-byte aligned
+  memory; a misaligned vector load faults, it does not read the wrong data).
 
 Codegen convention: see ``exogpu_verify.platforms``. Host copies use the stream variable
 ``exo_cudaStream`` of the generated host code.
@@ -208,6 +216,30 @@ def setmaxnreg_dec(n: size):
 
 _export(setmaxnreg_inc)
 _export(setmaxnreg_dec)
+
+
+# ------------------------------------------------------------------ 16-byte vector loads
+def _ld_v4_codegen(load: str):
+    def gen(a: dict) -> str:
+        v = load.format(p=f"reinterpret_cast<const float4*>({a['src']})")
+        regs = " ".join(f"({a['dst']})[{i}] = exo_v.{c};" for i, c in enumerate("xyzw"))
+        return f"{{ const float4 exo_v = {v}; {regs} }}"
+    return gen
+
+
+def _ld_v4(load: str):
+    @instr(timeline=cuda_in_order_instr, unit=cuda_thread, codegen=_ld_v4_codegen(load))
+    def ld_v4(dst: [f32][4] @ CudaRmem, src: [f32][4] @ CudaGmemLinear):
+        assert stride(dst, 0) == 1
+        assert stride(src, 0) == 1
+        for i in seq(0, 4):
+            dst[i] = src[i]
+    return ld_v4
+
+
+# a plain C++ float4 load is ld.global.v4.f32; __ldcs is CUDA's ld.global.cs.v4.f32
+_export(renamed(_ld_v4("*{p}"), "cuda_ld_v4_f32"))
+_export(renamed(_ld_v4("__ldcs({p})"), "cuda_ld_v4_cs_f32"))
 
 #: every instruction of this module, by name
 INSTRS = {k: globals()[k] for k in __all__}

@@ -100,6 +100,20 @@ def test_warp_reduction_proc():
     assert np.array_equal(out, np.full(32, x.sum()))
 
 
+@pytest.mark.parametrize("name", ["cuda_ld_v4_f32", "cuda_ld_v4_cs_f32"])
+def test_vector_load_copies_four_floats(name):
+    ld = getattr(cuda, name)
+    src = rng.standard_normal(4).astype(np.float32)
+    dst = np.full(4, np.nan, np.float32)
+    interpret(ld, dst=dst, src=src)
+    assert np.array_equal(dst, src)
+    assert ld.instr.unit == cuda_thread
+    code = ld.instr.codegen({"dst": "r", "src": "p + 8"})
+    assert "float4" in code and "p + 8" in code
+    assert ("__ldcs(" in code) == name.endswith("_cs_f32")   # never the .nc (__ldg) path
+    assert "__ldg" not in code
+
+
 def test_setmaxnreg_is_a_warpgroup_noop():
     assert setmaxnreg_inc.instr.unit == cuda_warpgroup
     interpret(setmaxnreg_dec, n=40)

@@ -131,12 +131,48 @@ enum { EXO_ERR_TMAP_STRIDE = 100001, EXO_ERR_TMAP_DRIVER = 100002, EXO_ERR_TMAP_
   return r == CUDA_SUCCESS ? 0 : EXO_ERR_TMAP_BASE + int(r);
 }
 
-[[maybe_unused]] static int exo_num_sms() {
+// A tensor map encoded once per distinct (base, dims, strides) of one window statement and
+// host thread: launches with unchanged arguments reuse it (the box, element type and swizzle
+// are constants of the statement). `encode` fills the map and returns 0 or an error code.
+struct exo_TmapCache {
+  CUtensorMap map;
+  void* base;
+  int64_t dims[5];
+  int64_t strides[5];
+  bool valid;
+};
+template <class Encode>
+[[maybe_unused]] static int exo_tmap_cached(exo_TmapCache* c, int rank, void* base,
+                                            const int64_t* dims, const int64_t* strides,
+                                            Encode&& encode) {
+  if (c->valid && c->base == base &&
+      std::memcmp(c->dims, dims, sizeof(int64_t) * size_t(rank)) == 0 &&
+      std::memcmp(c->strides, strides, sizeof(int64_t) * size_t(rank)) == 0)
+    return 0;
+  c->valid = false;
+  EXO_TRY(encode(&c->map));
+  c->base = base;
+  std::memcpy(c->dims, dims, sizeof(int64_t) * size_t(rank));
+  std::memcpy(c->strides, strides, sizeof(int64_t) * size_t(rank));
+  c->valid = true;
+  return 0;
+}
+
+// the current device, and its SM count read once per device and host thread
+[[maybe_unused]] static int exo_num_sms(int* dev_out) {
+  static thread_local int cache[64] = {};
   int dev = 0, n = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  *dev_out = dev;
+  if (dev < 64 && cache[dev] > 0) return cache[dev];
   if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+  if (dev < 64) cache[dev] = n;
   return n;
 }
+
+// at most this many CTAs per launch when > 0 (exo_rt_set_grid_limit): fewer CTAs run more
+// tasks each, so small problems reuse barriers and ring phases across tasks
+static int64_t exo_grid_limit = 0;
 
 namespace exo_transpose_smem_93944d3129e9 {
 struct exo_Args0_transpose_smem {
@@ -191,11 +227,19 @@ exo_kernel0_transpose_smem(const __grid_constant__ exo_Args0_transpose_smem exo_
 
 static int exo_launch0_transpose_smem(cudaStream_t exo_cudaStream, const exo_Args0_transpose_smem& exo_a, int64_t exo_ntasks) {
   if (exo_ntasks <= 0) return 0;
-  const int exo_sms = exo_num_sms();
+  int exo_dev = 0;
+  const int exo_sms = exo_num_sms(&exo_dev);
   if (exo_sms <= 0) return int(cudaErrorNoDevice);
-  EXO_TRY(cudaFuncSetAttribute(exo_kernel0_transpose_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 4096));
+  // the dynamic shared-memory limit, raised once per device and host thread
+  static thread_local uint64_t exo_smem_set = 0;
+  if (exo_dev >= 64 || !(exo_smem_set & (uint64_t(1) << exo_dev))) {
+    EXO_TRY(cudaFuncSetAttribute(exo_kernel0_transpose_smem, cudaFuncAttributeMaxDynamicSharedMemorySize, 4096));
+    if (exo_dev < 64) exo_smem_set |= uint64_t(1) << exo_dev;
+  }
   // persistent kernel: one cluster per group of SMs, never more clusters than tasks
   int64_t exo_clusters = int64_t(exo_sms) * 1 / 1;
+  if (exo_grid_limit > 0 && exo_clusters * 1 > exo_grid_limit)
+    exo_clusters = exo_grid_limit / 1;
   if (exo_clusters > exo_ntasks) exo_clusters = exo_ntasks;
   if (exo_clusters < 1) exo_clusters = 1;
   cudaLaunchConfig_t exo_cfg = {};
@@ -242,6 +286,7 @@ extern "C" int exo_rt_memcpy(void* dst, const void* src, size_t n, int kind) {
   return int(cudaMemcpy(dst, src, n, kind == 1 ? cudaMemcpyHostToDevice :
                         kind == 2 ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice));
 }
+extern "C" void exo_rt_set_grid_limit(int64_t ctas) { exo_grid_limit = ctas > 0 ? ctas : 0; }
 extern "C" int exo_rt_sync(void* stream) {
   return int(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
 }
