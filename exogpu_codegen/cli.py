@@ -64,8 +64,11 @@ def main(argv: list[str] | None = None) -> int:
             errors += 1
             continue
         bound = module_bindings(mod)
-        clashes = name_clashes(mod, list({id(p): p for _, p in bound}.values()))
-        for d in clashes.values():  # two procs of one name would overwrite each other's .cu
+        # sources are named by binding, but the proof gate finds certificates by the proc's
+        # name: different procs sharing one cannot both pass it
+        clashes = {} if args.unchecked else \
+            name_clashes(mod, list({id(p): p for _, p in bound}.values()))
+        for d in clashes.values():
             print(d.render(), file=sys.stderr)
             errors += 1
             summary.append({"file": str(f), "ok": False, "error": d.to_json()})

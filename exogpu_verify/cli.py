@@ -135,8 +135,10 @@ def _load(args, out) -> tuple[list[Target], int]:
                 seen[key] = (0, [])
                 continue
             bound = module_bindings(mod)
-            # different procs sharing one name would share a certificate and a .cu file
-            clashes = name_clashes(mod, list({id(p): p for _, p in bound}.values()))
+            # reports name procs by binding; but certificates are named by the proc's name,
+            # so different procs sharing one would share a certificate
+            clashes = name_clashes(mod, list({id(p): p for _, p in bound}.values())) \
+                if args.certificates else {}
             for d in clashes.values():
                 load_errors += 1
                 out.load_error(f, d)

@@ -168,8 +168,9 @@ def _top_level_names(file) -> tuple[set[str], set[str], list[str]]:
 
 def name_clashes(mod, procs: list[Procedure]) -> dict[str, Diagnostic]:
     """One ``usage`` diagnostic per name that several different procs of ``mod`` share
-    (typically procs built by one factory function): they would share one certificate and
-    one generated ``.cu``, so the tools refuse them instead of guessing."""
+    (typically procs built by one factory function): they would share one certificate, so
+    the tools refuse them where certificates are written or read (``exogpu-verify
+    --certificates``, the codegen gate) instead of guessing."""
     by: dict[str, list[Procedure]] = {}
     for p in procs:
         by.setdefault(p.name, []).append(p)
@@ -181,8 +182,7 @@ def name_clashes(mod, procs: list[Procedure]) -> dict[str, Diagnostic]:
         si = ps[-1].srcinfo
         out[name] = (Diagnostic.at(
             "usage", f"{len(ps)} different procs are named '{name}' (module-level names "
-            f"{', '.join(binds)}): they would share one certificate and one generated .cu "
-            "file", si,
+            f"{', '.join(binds)}): they would share one certificate", si,
             hint="give each proc its own name: derive the name from the factory's parameters "
                  "with rename (from exogpu_verify.schedule import rename; e.g. "
                  f"`{binds[-1] if binds else 'p'} = rename(make(...), "

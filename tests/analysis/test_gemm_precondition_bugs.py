@@ -23,7 +23,8 @@ SIZE_DEPENDENT = {"tma_smem_misaligned", "wgmma_misaligned_operand", "global_str
 #: concrete sizes at which each bug shows (the size-dependent ones need a second ring slot or
 #: a K that is not a multiple of 8)
 SIZES = {"S": 1, "M": 128, "N": 512, "K": 128}
-BUG_SIZES = {"global_stride_unaligned": {**SIZES, "K": 68}}
+BUG_SIZES = {"global_stride_unaligned": {**SIZES, "K": 68},
+             "oversized_cluster": {**SIZES, "N": 256 * 16}}  # its asserts: N % (256 * 16)
 
 
 def test_at_least_twelve_instruction_and_resource_bugs():

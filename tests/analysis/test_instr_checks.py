@@ -29,7 +29,7 @@ def k(M: size, A: bf16[M, 64] @ CudaGmemLinear, C: bf16[M, 64] @ CudaGmemLinear)
                 for c in cuda_threads(0, 2, unit=cuda_thread):
                     for j in seq(0, 32):
                         C[m * 64 + r, c * 32 + j] = sA[{r0} + r, c * 32 + j]
-            Fence(cuda_in_order, cuda_in_order)
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
 '''
 
 GOOD = dict(sw=128, box="64, 64", rows=64, cols=64, mem="Sm90_SmemSwizzled(128)", r0=0)
@@ -264,7 +264,7 @@ def k(T: size, A: bf16[T, 64, 64] @ CudaGmemLinear, C: bf16[T, 2, 64, 64] @ Cuda
                     for c in cuda_threads(0, 2, unit=cuda_thread):
                         for j in seq(0, 32):
                             C[task, cta, r, c * 32 + j] = B[cta, r, c * 32 + j]
-            Fence(cuda_in_order, cuda_in_order)
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
 '''
 
 

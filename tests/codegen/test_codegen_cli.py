@@ -35,7 +35,7 @@ def test_unsupported_exits_1_without_traceback(tmp_path, capsys):
 
 
 def test_procs_sharing_a_name_are_refused(tmp_path, capsys):
-    """Two procs of one factory with one name would write one .cu over the other."""
+    """Two procs of one factory with one name would share one certificate at the gate."""
     (tmp_path / "f.py").write_text(
         "from __future__ import annotations\nfrom exogpu_verify import *\n\n"
         "def make(n):\n"
@@ -48,11 +48,17 @@ def test_procs_sharing_a_name_are_refused(tmp_path, capsys):
         "                    A[task * 128 + t] = n * A[task * 128 + t]\n"
         "    return scale\n\n"
         "double = make(2.0)\ntriple = make(3.0)\n")
-    rc = main([str(tmp_path / "f.py"), "-o", str(tmp_path / "out"), "--no-build", "--unchecked"])
+    # through the proof gate, which finds certificates by the proc's name: refused
+    rc = main([str(tmp_path / "f.py"), "-o", str(tmp_path / "out"), "--no-build"])
     assert rc == 1
     err = capsys.readouterr().err
     assert "f.py:6:5: usage error: 2 different procs are named 'scale'" in err
     assert not list((tmp_path / "out").glob("*.cu"))
+    # unchecked, the sources are named by binding and nothing clashes
+    rc = main([str(tmp_path / "f.py"), "-o", str(tmp_path / "out"), "--no-build", "--unchecked"])
+    assert rc == 0
+    capsys.readouterr()
+    assert sorted(f.name for f in (tmp_path / "out").glob("*.cu")) == ["double.cu", "triple.cu"]
 
 
 @pytest.mark.parametrize("argv", [[], ["--arch", "sm_70", "x.py"], ["/nonexistent.py"]])

@@ -41,12 +41,13 @@ def test_certificate_of_a_kernel_with_mbarrier_rings_rechecks(tmp_path):
     to empty; without that every certificate of an mbarrier kernel failed ``--recheck``."""
     from types import SimpleNamespace
 
-    from exogpu_verify.symbolic.certificates import recheck_file, write_certificate
+    from exogpu_verify.recheck import recheck_certificate
+    from exogpu_verify.symbolic.certificates import write_certificate
 
     r = verify(P.alternating_ring, mode="symbolic")
     path = write_certificate(P.alternating_ring, SimpleNamespace(
         verdict="proven", obligations=r.extra["obligations"]), tmp_path)
-    res = recheck_file(path)
+    res = recheck_certificate(path, P.alternating_ring)
     assert res.ok, res.problems
     names = [ob.name for ob in r.extra["obligations"]]
     assert any(n.startswith("await progress") for n in names)

@@ -60,10 +60,10 @@ def test_z3_only_and_isl_only_modes_for_benchmarks():
 def test_solver_disagreement_is_unknown_with_the_reason(monkeypatch, answer, words):
     real = decide_mod.run
 
-    def fake(solver, text, ms, checked=False):
+    def fake(solver, text, ms, checked=False, lifted=None):
         if solver == "cvc5":
             return Answer("cvc5", answer, 0.0, "timeout" if answer == "unknown" else "")
-        return real(solver, text, ms, checked)
+        return real(solver, text, ms, checked, lifted)
 
     monkeypatch.setattr(decide_mod, "run", fake)
     r = check_sync_symbolic(transpose())
@@ -86,3 +86,31 @@ def test_time_limit_is_unknown():
     with pytest.raises(Unsupported) as e:
         discharge([ob], deadline=0.0)
     assert "time limit ran out" in e.value.reason
+
+
+def test_lifted_divisions_are_an_equivalence():
+    """``lift_divisions`` (cvc5's second strategy) turns a ``mod``/``floor`` of a bound
+    variable into new bound variables; the lifted script answers as the plain one, on a
+    true and on a false obligation."""
+    from exogpu_verify.symbolic.smtlib import lift_divisions, obligation_smtlib
+    from exogpu_verify.symbolic.isltext import parse_set
+    from exogpu_verify.symbolic.solvers import run_cvc5, run_z3
+
+    f = parse_set("[N] -> { [a] : exists (k : a = 2k and k mod 4 = 1 and floor(k/3) > N) }"
+                  ).pieces[0].formula
+    g = lift_divisions(f)
+    assert g[0] == "exists" and len(g[1]) == 5  # k, and q, r per distinct division
+    assert "mod" not in repr(g) and "floor" not in repr(g)
+    # every even i in [0, 2N) is 2k with k < N: covered by the ordered set
+    conflict = "[N] -> { [i] : 0 <= i < 2N and i mod 2 = 0 and N >= 1 }"
+    covered = ["[N] -> { [i] : exists (k : i = 2k and 0 <= k and k mod 1 = 0 and "
+               "floor(k/1) < N) }"]
+    short = ["[N] -> { [i] : exists (k : i = 2k and 0 <= k and k mod 2 = 0 and "
+             "floor(k/1) < N) }"]
+    for ordered, want in ((covered, "unsat"), (short, "sat")):
+        plain = obligation_smtlib(conflict, [("o", t) for t in ordered])
+        lifted = obligation_smtlib(conflict, [("o", t) for t in ordered], lift=True)
+        assert plain != lifted and "(mod k" in plain and "(mod k" not in lifted
+        for text in (plain, lifted):
+            assert run_z3(text, 10000).result == want
+            assert run_cvc5(text, 10000).result == want
