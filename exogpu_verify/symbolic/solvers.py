@@ -132,6 +132,8 @@ def run_cvc5(text: str, timeout_ms: int, lifted=None) -> Answer:
                        else min(left, share), opts)
         if a.result != "unknown" or a.reason.startswith("cvc5 rejected"):
             break
+    if a is None:  # no time was left for any strategy
+        return Answer("cvc5", "unknown", time.perf_counter() - t0, "no time left to run cvc5")
     return dataclasses.replace(a, seconds=time.perf_counter() - t0)
 
 

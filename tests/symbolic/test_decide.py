@@ -114,3 +114,10 @@ def test_lifted_divisions_are_an_equivalence():
         for text in (plain, lifted):
             assert run_z3(text, 10000).result == want
             assert run_cvc5(text, 10000).result == want
+
+
+def test_cvc5_without_time_left_is_unknown_not_an_error():
+    from exogpu_verify.symbolic.solvers import run_cvc5
+
+    a = run_cvc5("(set-logic LIA)\n(assert false)\n(check-sat)\n", 0)
+    assert a.result == "unknown" and "no time left" in a.reason
