@@ -26,6 +26,8 @@ def load_path(path, prefix: str = "exogpu_tests"):
     name = prefix + "__" + "__".join(rel.with_suffix("").parts).replace("-", "_")
     if name in sys.modules:
         return sys.modules[name]
+    if str(path.parent) not in sys.path:  # as exogpu-verify loads it: siblings importable
+        sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

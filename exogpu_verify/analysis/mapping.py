@@ -122,6 +122,32 @@ class ThreadMapping:
         cons.append(f"{tid} = {' + '.join(terms) if terms else '0'}")
         return " and ".join(cons), exist
 
+    def progression(self, rename: dict) -> tuple[str, int, int] | None:
+        """The thread set as an arithmetic progression ``{base + pitch*x : 0 <= x < length}``
+        (``base`` isl text over the loop variables renamed by ``rename``), or None when it is
+        not one (several dimensions with more than one coordinate that do not tile each
+        other). Exactly the set ``tid_constraint`` states, without its existentials."""
+        base, live = [], []
+        for d in self.collective.dims:
+            parts = [f"{c}*{rename.get(n, isl_name(n))}" for n, c in d.start.terms]
+            if d.start.const or not parts:
+                parts.append(str(d.start.const))
+            base.append(f"{d.pitch} * ({' + '.join(parts)})")
+            if d.length > 1:
+                live.append(d)
+        text = " + ".join(base) if base else "0"
+        if not live:
+            return text, 1, 1
+        live.sort(key=lambda d: d.pitch)
+        pitch, length = live[0].pitch, live[0].length
+        for outer in live[1:]:
+            # starts are in ``base``: the coordinates add p*x + P*y (0 <= x < length,
+            # 0 <= y < outer.length), one progression exactly when P = p * length
+            if outer.pitch != pitch * length:
+                return None
+            length *= outer.length
+        return text, pitch, length
+
     def to_isl(self):
         """``islpy.Map`` ``[params] -> { [loop vars] -> [tid] }``."""
         import islpy as isl

@@ -28,6 +28,7 @@ from .relations import Encoder
 from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
                        one_arrive_statement, range_obligation, ring_balance,
                        trailing_before_arrive)
+from .prune import prune_text
 from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
 from .decide import decide as _decide
 from .preconditions import condition_obligations
@@ -261,7 +262,7 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         bbox = enc.box(B, "b", elem)
     body = (f"{enc.dom(A, 'a')} and {enc.dom(B, 'b')} and {enc.before(A, 'a', B, 'b')} and "
             f"{same} and {enc.box(A, 'a', elem)} and {bbox}")
-    conflict_text = b.wrap(A, B, rank, body)
+    conflict_text = prune_text(b.wrap(A, B, rank, body))
     conflict = isl.Set(conflict_text)
     name = f"{kind} {decl.display}: {A.what} (line {A.srcinfo.line}) -> {B.what} (line {B.srcinfo.line})"
     ob = Obligation(name, kind, A, B, conflict_text)
@@ -305,7 +306,9 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str) -> isl.S
     """Subtract an ordered set from what is left of the conflicts, and record it, only when
     it orders some pair still left: the obligation then lists the orderings that discharged
     it (and the solvers never see a set that covers nothing new); the remainder is the
-    same as subtracting every candidate."""
+    same as subtracting every candidate. The text is pruned first (``prune.py``: an
+    equivalent text without dead disjuncts), and recorded as pruned."""
+    text = prune_text(text)
     s = isl.Set(text)
     if conflict.intersect(s).is_empty():
         return conflict

@@ -122,6 +122,14 @@ class Encoder:
             return f"0 <= {tid} < {n}", []
         return e.mapping.tid_constraint(self.ren(e, pre), tid, f"{pre}{tid}x")
 
+    def progression(self, e: Event, pre: str) -> tuple[str, int, int] | None:
+        """threads(e) as ``(base, pitch, length)``: ``{base + pitch*x : 0 <= x < length}``
+        (``ThreadMapping.progression``), or None."""
+        if e.kind == "free":
+            return "0", 1, (self.prog.kernels[e.kernel].blockDim *
+                            self.prog.kernels[e.kernel].clusterDim)
+        return e.mapping.progression(self.ren(e, pre))
+
     def same_task(self, e1: Event, p1: str, e2: Event, p2: str) -> str | None:
         """Both instances in the same device task (cluster); None if different kernels."""
         if e1.kernel is None or e2.kernel is None or e1.kernel != e2.kernel:
@@ -138,6 +146,9 @@ class Encoder:
         st = self.same_task(e1, p1, e2, p2)
         if st is None:
             return "1 = 0"
+        fast = _meet(self.progression(e1, p1), self.progression(e2, p2))
+        if fast is not None:
+            return f"({st} and {fast})"
         t = f"t{p1}{p2}"
         c1, x1 = self.tid(e1, p1, t)
         c2, x2 = self.tid(e2, p2, t)
@@ -154,6 +165,9 @@ class Encoder:
         st = self.same_task(h, ph, e2, p2)
         if st is None:
             return "1 = 0"
+        fast = _within(self.progression(e2, p2), self.progression(h, ph))
+        if fast is not None:
+            return f"({st} and {fast})"
         t = f"u{ph}{p2}"
         c2, x2 = self.tid(e2, p2, t)
         ch, xh = self.tid(h, ph, t)
@@ -179,3 +193,56 @@ class Encoder:
             else:
                 cons.append(f"{self.ex(w[1], e, pre)} <= {x} < {self.ex(w[2], e, pre)}")
         return " and ".join(cons) if cons else "1 = 1"
+
+
+# ---------------------------------------------------------------- thread sets without quantifiers
+# ``share`` and ``cover`` state "some thread runs both" and "every thread of one runs the
+# other". With both thread sets arithmetic progressions (every warp, warpgroup, lane range and
+# elected thread is one), these are quantifier-free linear facts, exactly equivalent to the
+# quantified texts (which stay the fallback). They keep the ordered sets small for isl and
+# free of quantifier alternation for the SMT solvers.
+
+def _member(t: str, p) -> str:
+    """The thread ``t`` lies in the progression ``p``."""
+    b, pitch, n = p
+    if n == 1:
+        return f"(({t}) = ({b}))"
+    out = f"(({b}) <= ({t}) <= ({b}) + {pitch * (n - 1)}"
+    if pitch > 1:
+        out += f" and ((({t}) - ({b})) mod {pitch}) = 0"
+    return out + ")"
+
+
+def _meet(p1, p2) -> str | None:
+    """Some thread lies in both progressions (None: not stated without quantifiers)."""
+    if p1 is None or p2 is None:
+        return None
+    if p1[2] == 1:
+        return _member(p1[0], p2)
+    if p2[2] == 1:
+        return _member(p2[0], p1)
+    if p1[1] == 1 and p2[1] == 1:  # two intervals overlap
+        return (f"(({p1[0]}) <= ({p2[0]}) + {p2[2] - 1} and "
+                f"({p2[0]}) <= ({p1[0]}) + {p1[2] - 1})")
+    return None
+
+
+def _within(inner, outer) -> str | None:
+    """Every thread of progression ``inner`` lies in ``outer`` (None: not stated without
+    quantifiers). With ``outer``'s pitch dividing ``inner``'s, ``inner``'s threads are all
+    congruent to its base modulo ``outer``'s pitch, and ``outer`` holds every such number
+    between its ends: the congruence and the two ends decide it."""
+    if inner is None or outer is None:
+        return None
+    bi, pi, ni = inner
+    bo, po, no = outer
+    if ni == 1:
+        return _member(bi, outer)
+    if no == 1 or no < ni:  # fewer threads cannot hold more
+        return "(1 = 0)"
+    if pi % po:
+        return None
+    out = f"(({bo}) <= ({bi}) and ({bi}) + {pi * (ni - 1)} <= ({bo}) + {po * (no - 1)}"
+    if po > 1:
+        out += f" and ((({bi}) - ({bo})) mod {po}) = 0"
+    return out + ")"
