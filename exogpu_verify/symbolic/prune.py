@@ -169,12 +169,14 @@ def set_text(s: IslSet) -> str:
 
 def prune_text(text: str) -> str:
     """``text`` (an isl set) with the rewrite of the module docstring; the text itself when
-    it is outside our reader's grammar or its tuples name computed dimensions."""
+    it is outside our reader's grammar, its tuples name computed dimensions or it has no
+    dimensions (our reader does not tell a parameter set from a 0-dimensional one)."""
     try:
         s = parse_set(text)
     except ParseError:
         return text
-    if any(d.startswith("#") for pc in s.pieces for d in pc.dims):
+    if any(d.startswith("#") for pc in s.pieces for d in pc.dims) or \
+            any(not pc.dims for pc in s.pieces):  # ``{ : ...}`` and ``{ [] : ...}`` differ
         return text
     empty = _Classes(frozenset())
     pieces = []

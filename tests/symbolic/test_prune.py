@@ -224,3 +224,8 @@ def test_a_mapping_progression_is_its_thread_set(dims):
     got = isl.Set(f"{{ [u, v, tid] : {_BOX} and exists (x : 0 <= x < {length} and "
                   f"tid = {base} + {pitch}*x) }}")
     assert got.is_equal(want), (prog, cons)
+
+
+def test_sets_without_dimensions_are_left_alone():
+    for text in ("[N] -> { : N > 3 and N = N }", "[N] -> { [] : N > 3 }"):
+        assert prune_text(text) == text
