@@ -10,6 +10,7 @@
    cvc5 options), CPU time on the GEMM's obligations.
 
     python bench/cert_speed.py [--repeat 3] [--proofs proofs] [--alternatives]
+                               [--spec MODULE:NAME] [--skip-recheck]
 """
 
 from __future__ import annotations
@@ -30,17 +31,32 @@ sys.path.insert(0, str(HERE))
 VARIANTS = [("isl only", ()), ("isl + Z3", ("z3",)), ("isl + Z3 + cvc5", ("z3", "cvc5"))]
 
 
-def gemm_table(repeat: int) -> str:
-    import gemm_kernels as gk
+def _spec_proc(spec: str | None):
+    """``bench/gemm_kernels.py``'s ``gemm``, or ``module:name`` of ``specs/``."""
+    if spec is None:
+        import gemm_kernels as gk
 
+        return gk.gemm
+    import importlib.util
+
+    mod, name = spec.split(":", 1)
+    sp = importlib.util.spec_from_file_location(f"specs_{mod}", HERE.parent / "specs" /
+                                                f"{mod}.py")
+    m = importlib.util.module_from_spec(sp)
+    sp.loader.exec_module(m)
+    return getattr(m, "VARIANTS", {}).get(name) or getattr(m, name)
+
+
+def gemm_table(repeat: int, spec: str | None = None) -> str:
     from exogpu_verify.symbolic import check_sync_symbolic
 
+    proc = _spec_proc(spec)
     rows: dict = {name: {"total": [], "cpu": [], "z3": [], "cvc5": []} for name, _ in VARIANTS}
     n_obs = 0
     for _ in range(repeat):
         for name, solvers in VARIANTS:
             t0, c0 = time.perf_counter(), time.process_time()
-            r = check_sync_symbolic(gk.gemm, solvers=solvers)
+            r = check_sync_symbolic(proc, solvers=solvers)
             dt, cpu = time.perf_counter() - t0, time.process_time() - c0
             if r.verdict != "proven":
                 raise SystemExit(f"{name}: GEMM not proven ({r.reason})")
@@ -52,7 +68,7 @@ def gemm_table(repeat: int) -> str:
                                          for o in r.obligations))
     med = {name: {k: statistics.median(v) for k, v in row.items()} for name, row in rows.items()}
     base = med["isl + Z3"]
-    out = [f"GEMM `gemm_sm90` ({n_obs} obligations), median of {repeat} interleaved rounds "
+    out = [f"GEMM `{proc.name}` ({n_obs} obligations), median of {repeat} interleaved rounds "
            "(wall and CPU seconds of the whole check; solver columns: wall time summed over "
            "the obligations):", "",
            "| solvers | wall s | CPU s | Z3 s | cvc5 s | CPU vs isl + Z3 |",
@@ -155,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--proofs", default="proofs")
     ap.add_argument("--skip-gemm", action="store_true")
+    ap.add_argument("--spec", metavar="MODULE:NAME",
+                    help="time this proc of specs/ instead of bench/gemm_kernels.py's gemm")
+    ap.add_argument("--skip-recheck", action="store_true")
     ap.add_argument("--alternatives", action="store_true",
                     help="also time other Z3 tactics and cvc5 options on the GEMM's obligations")
     args = ap.parse_args(argv)
@@ -162,9 +181,10 @@ def main(argv=None) -> int:
         print(alternatives_table())
         print()
     if not args.skip_gemm:
-        print(gemm_table(args.repeat))
+        print(gemm_table(args.repeat, args.spec))
         print()
-    print(recheck_table(args.proofs))
+    if not args.skip_recheck:
+        print(recheck_table(args.proofs))
     return 0
 
 
