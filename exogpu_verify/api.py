@@ -14,6 +14,7 @@ import time
 from .errors import ExoGpuError, user_error
 from .ir.nodes import Procedure
 from .report import VERDICTS, Diagnostic, Report, Witness  # noqa: F401  (re-exported)
+from .report import sizes_text
 
 MODES = ("auto", "symbolic", "concrete")
 
@@ -39,7 +40,7 @@ def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
 def _verify(p, sizes, mode, timeout_s) -> Report:
     t0 = time.perf_counter()
     if mode is None:
-        mode = "concrete" if sizes else "auto"
+        mode = "concrete" if sizes is not None else "auto"
     if not isinstance(p, Procedure):
         raise TypeError(f"verify() expects a @proc, not {type(p).__name__}")
     if mode not in MODES:
@@ -75,12 +76,18 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
         if mode == "symbolic":
             return Report(p.name, "unknown", (), sym_reason, sizes, stages=tuple(stages),
                           seconds=time.perf_counter() - t0)
-    conc_sizes = sizes if sizes is not None else _module_sizes(p)
+    conc_sizes, origin = sizes, "the sizes given"
+    if conc_sizes is None:
+        conc_sizes, origin = _module_sizes(p), "the module's VERIFY_SIZES"
+    if conc_sizes is None and not any(not prm.is_data for prm in p.params):
+        conc_sizes, origin = {}, "the only ones"  # nothing to choose: no size parameters
     if conc_sizes is None:
         reason = (f"symbolic check inconclusive ({sym_reason}) and no concrete sizes were "
                   "given (pass sizes={...} or set VERIFY_SIZES in the module)")
         if mode == "concrete":
-            reason = "mode='concrete' needs sizes (pass sizes={...} or set VERIFY_SIZES)"
+            need = ", ".join(prm.name for prm in p.params if not prm.is_data)
+            reason = (f"mode='concrete' needs a value for {need} (pass sizes={{...}} or set "
+                      "VERIFY_SIZES)")
         return Report(p.name, "unknown", (), reason, None, stages=tuple(stages),
                       seconds=time.perf_counter() - t0)
     from .amir import check_sync_concrete
@@ -96,8 +103,10 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
         return Report(p.name, "unknown", (d,), "internal error in the concrete checker (this "
                       "is a bug in exogpu)", conc_sizes, stages=tuple(stages),
                       seconds=time.perf_counter() - t0)
-    if verdict == "checked" and mode == "auto":
-        reason = f"symbolic check inconclusive ({sym_reason}); checked at these sizes only"
+    if verdict == "checked":
+        reason = f"checked at {sizes_text(conc_sizes)} only ({origin})"
+        if mode == "auto":
+            reason = f"symbolic check inconclusive ({sym_reason}); {reason}"
     return Report(p.name, verdict, tuple(diags), reason, conc_sizes, witness,
                   stages=tuple(stages), seconds=time.perf_counter() - t0)
 

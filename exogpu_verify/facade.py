@@ -31,7 +31,8 @@ def interpret(p: Procedure, **args):
 
 
 def _verify_sizes(p, sizes):
-    return verify(p, sizes=sizes)
+    # ``p.verify()`` without sizes is the all-size check, as ``verify(p)``
+    return verify(p, sizes=sizes or None)
 
 
 def _interpret_args(p, args):
