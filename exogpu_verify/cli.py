@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .api import MODES, size_problems, verify
+from .api import MODES, size_problems, timeout_for, verify
+from .errors import ExoGpuError
 from .parallel import Failed, Job, context, default_jobs, inherits_memory, run_jobs
 from .ir.nodes import Procedure
 from .loader import (UsageError, find_files, load_module, module_bindings, module_procs,
@@ -92,9 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--report", metavar="DIR",
                     help="write a picture per proc into DIR (SVG + HTML, and index.html): the "
                          "race of a refuted proc, the obligations of a proven one")
-    ap.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    ap.add_argument("--timeout", type=float, default=None, metavar="S",
                     help="wall-clock limit in seconds for each stage of a proc's check: the "
-                         "all-size proof, and each concrete check (default 60)")
+                         "all-size proof, and each concrete check (default: the module's "
+                         "VERIFY_TIMEOUT, else 60)")
     ap.add_argument("--recheck", metavar="DIR",
                     help="re-derive every certificate's obligations in DIR from the program "
                          "it names, re-decide them (isl, Z3, cvc5) and fail on any difference")
@@ -198,6 +200,18 @@ def _sizes_for(targets: list[Target], sizes: dict | None) -> dict[int, dict | No
     return out
 
 
+def _timeouts_for(targets: list[Target], timeout: float | None) -> dict[int, float]:
+    """Each target's per-stage limit: ``--timeout``, else its module's VERIFY_TIMEOUT, else
+    60 s; a bad VERIFY_TIMEOUT is a usage error naming the file."""
+    out = {}
+    for t in targets:
+        try:
+            out[id(t)] = timeout_for(t.proc, timeout)
+        except ExoGpuError as e:
+            raise UsageError(f"{t.file}: {e.diagnostic.message}") from None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     try:
@@ -210,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs is not None and args.jobs < 1:
         out.usage_error(f"-j/--jobs must be at least 1, got {args.jobs}")
         return EXIT_USAGE
-    if args.timeout <= 0:
+    if args.timeout is not None and args.timeout <= 0:
         out.usage_error("--timeout must be positive")
         return EXIT_USAGE
     if args.recheck:
@@ -226,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         targets, load_errors = _load(args, out)
         targets = _select(targets, args.proc)
         per_target = _sizes_for(targets, sizes)
+        timeouts = _timeouts_for(targets, args.timeout)
     except UsageError as e:
         out.usage_error(str(e))
         return EXIT_USAGE
@@ -261,10 +276,10 @@ def main(argv: list[str] | None = None) -> int:
                     out.ir(t.file, t.name, str(t.proc))
                 with out.progress(t.name):
                     r = verify(t.proc, sizes=per_target[id(t)], mode=args.mode,
-                               timeout_s=args.timeout)
+                               timeout_s=timeouts[id(t)])
                 load_errors += handle(t, r)
         else:
-            for t, r in _verify_parallel(targets, per_target, args, jobs, out):
+            for t, r in _verify_parallel(targets, per_target, timeouts, args, jobs, out):
                 load_errors += handle(t, r)
     except KeyboardInterrupt:
         out.interrupted(len(reports), len(targets))
@@ -296,18 +311,19 @@ def _verify_job(file: Path, name: str, p: Procedure | None, sizes, mode: str,
     return verify(p, sizes=sizes, mode=mode, timeout_s=timeout)
 
 
-def _verify_parallel(targets: list[Target], per_target: dict, args, jobs: int, out):
+def _verify_parallel(targets: list[Target], per_target: dict, timeouts: dict, args,
+                     jobs: int, out):
     """``(target, report)`` in target order, each checked in a worker process."""
     ctx = context()
     inherit = inherits_memory(ctx)
     if inherit:
         _warm_imports()
     work = [Job(t.label, _verify_job, (t.file, t.name, t.proc if inherit else None,
-                                      per_target[id(t)], args.mode, args.timeout))
+                                      per_target[id(t)], args.mode, timeouts[id(t)]),
+                hard_limit(timeouts[id(t)]))
             for t in targets]
-    limit = hard_limit(args.timeout)
     with out.bar(len(work), [t.name for t in targets]) as bar:
-        for i, r in run_jobs(work, jobs, limit, ctx, on_start=bar.start, on_done=bar.finish,
+        for i, r in run_jobs(work, jobs, ctx, on_start=bar.start, on_done=bar.finish,
                              tick=bar.refresh):
             t = targets[i]
             if isinstance(r, Failed):
@@ -377,7 +393,7 @@ def recheck_main(args, out) -> int:
         return EXIT_USAGE
     modules: dict = {}
     results: list = []
-    todo: list[tuple[int, Path, Path, Procedure]] = []  # (position, file, source, proc)
+    todo: list[tuple] = []  # (position, file, source, proc, timeout)
     for f in files:
         data, problems = read_certificate(f)
         if data is None or problems:
@@ -408,7 +424,14 @@ def recheck_main(args, out) -> int:
                  f"{data['proc']!r}; give each its own name (exogpu_verify.schedule.rename)")
             results.append(RecheckResult(f, False, [why], proc=data["proc"]))
             continue
-        todo.append((len(results), f, src, cands[0]))
+        try:
+            tmo = timeout_for(cands[0], args.timeout)
+        except ExoGpuError as e:
+            results.append(RecheckResult(f, False, [f"source {data['source']}: "
+                                                    f"{e.diagnostic.message}"],
+                                         proc=data["proc"]))
+            continue
+        todo.append((len(results), f, src, cands[0], tmo))
         results.append(None)
     try:
         for pos, r in _recheck_all(todo, args, out):
@@ -456,20 +479,20 @@ def _recheck_all(todo: list, args, out):
 
     jobs = default_jobs() if args.jobs is None else args.jobs
     if jobs == 1 or len(todo) < 2:
-        for pos, f, _, p in todo:
+        for pos, f, _, p, tmo in todo:
             with out.progress(f.name):
-                yield pos, recheck_certificate(f, p, args.timeout)
+                yield pos, recheck_certificate(f, p, tmo)
         return
     ctx = context()
     inherit = inherits_memory(ctx)
     if inherit:
         _warm_imports()
-    work = [Job(f.name, _recheck_job, (f, src, p.name, p if inherit else None, args.timeout))
-            for _, f, src, p in todo]
-    with out.bar(len(work), [f.name for _, f, _, _ in todo]) as bar:
-        for i, r in run_jobs(work, jobs, hard_limit(args.timeout), ctx, on_start=bar.start,
-                             on_done=bar.finish, tick=bar.refresh):
-            pos, f, _, p = todo[i]
+    work = [Job(f.name, _recheck_job, (f, src, p.name, p if inherit else None, tmo),
+                hard_limit(tmo)) for _, f, src, p, tmo in todo]
+    with out.bar(len(work), [t[1].name for t in todo]) as bar:
+        for i, r in run_jobs(work, jobs, ctx, on_start=bar.start, on_done=bar.finish,
+                             tick=bar.refresh):
+            pos, f, _, p, _ = todo[i]
             if isinstance(r, Failed):
                 r = RecheckResult(f, False, [f"re-checking it in a worker: {r.why}"],
                                   proc=p.name)

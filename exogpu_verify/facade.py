@@ -16,7 +16,7 @@ from .ir.nodes import InstrInfo, Procedure, ProcedureTools
 
 
 def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
-           timeout_s: float = 60.0):
+           timeout_s: float | None = None):
     """Check ``seq[p] == par[p]``; see ``exogpu_verify.api.verify``."""
     from .api import verify as _verify
 

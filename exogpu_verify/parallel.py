@@ -14,6 +14,7 @@ and the ``KeyboardInterrupt`` reaches the caller.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import signal
@@ -32,6 +33,8 @@ class Job:
     label: str
     fn: Callable
     args: tuple = ()
+    #: seconds after which the worker is killed (None: no limit)
+    limit_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,18 +88,21 @@ def _death(code: int | None) -> str:
     return f"exited with status {code}"
 
 
-def run_jobs(jobs: list[Job], n: int, limit_s: float | None = None, ctx=None,
+def run_jobs(jobs: list[Job], n: int, ctx=None,
              on_start: Callable[[int], None] | None = None,
              on_done: Callable[[int], None] | None = None,
              tick: Callable[[], None] | None = None) -> Iterator[tuple[int, Any]]:
     """Yield ``(index, result)`` for every job, in index order; ``result`` is what the
-    job's function returned, or a ``Failed``. ``limit_s``: a worker still running after that
-    many seconds is killed (a ``Failed`` naming the limit). ``on_start(i)`` and
+    job's function returned, or a ``Failed``; a worker still running after its job's
+    ``limit_s`` is killed (a ``Failed`` naming the limit). ``on_start(i)`` and
     ``on_done(i)`` are called when job ``i`` starts and ends, ``tick()`` about ten times a
     second while waiting (a progress display refreshes there: no thread of the parent runs
     while workers are forked)."""
     ctx = ctx or context()
     n = max(1, n)
+    frozen = inherits_memory(ctx)
+    if frozen:  # forked workers then leave the parent's objects alone: no copy-on-write by
+        gc.freeze()  # their garbage collector (Python docs, gc.freeze)
     pending = list(range(len(jobs)))
     running: dict[int, tuple] = {}  # index -> (process, connection, start time)
     done: dict[int, Any] = {}
@@ -130,10 +136,10 @@ def run_jobs(jobs: list[Job], n: int, limit_s: float | None = None, ctx=None,
                         done[i] = Failed(f"the worker process {_death(proc.exitcode)} before "
                                          "reporting (a crash in a solver or the checker, or "
                                          "the machine ran out of memory)")
-                elif limit_s is not None and now - t0 > limit_s:
+                elif jobs[i].limit_s is not None and now - t0 > jobs[i].limit_s:
                     proc.kill()
-                    done[i] = Failed(f"stopped after {limit_s:g} s, the hard limit for one "
-                                     "job", crashed=False)
+                    done[i] = Failed(f"stopped after {jobs[i].limit_s:g} s, the hard limit for "
+                                     "one job", crashed=False)
                 else:
                     continue
                 conn.close()
@@ -149,3 +155,5 @@ def run_jobs(jobs: list[Job], n: int, limit_s: float | None = None, ctx=None,
         for proc, conn, _ in running.values():
             proc.join()
             conn.close()
+        if frozen:
+            gc.unfreeze()

@@ -211,3 +211,47 @@ def test_checked_fallback_names_its_sizes_and_where_they_came_from(copy2d, monke
     [r] = json.loads(out)["reports"]
     assert r["sizes"] == {"M": 2, "N": 256}
     assert "checked at M=2, N=256 only (the sizes given)" in r["reason"]
+
+
+# ---------------------------------------------- VERIFY_TIMEOUT: a module's own time limit
+def _record_timeouts(monkeypatch) -> list:
+    """Record the time limit the all-size proof is given (and make it inconclusive)."""
+    import exogpu_verify.symbolic as S
+    from exogpu_verify.symbolic.check import SymbolicResult
+
+    seen: list = []
+
+    def fake(p, timeout_s=60.0):
+        seen.append(timeout_s)
+        return SymbolicResult("unknown", "gave up (test)")
+
+    monkeypatch.setattr(S, "check_sync_symbolic", fake)
+    return seen
+
+
+def test_module_timeout_is_the_default_and_options_override_it(copy2d, monkeypatch, capsys):
+    seen = _record_timeouts(monkeypatch)
+    run([copy2d, "--sizes", "M=1,N=128"], capsys)
+    copy2d.write_text(copy2d.read_text() + "\nVERIFY_TIMEOUT = 600\n")
+    run([copy2d, "--sizes", "M=1,N=128"], capsys)
+    run([copy2d, "--sizes", "M=1,N=128", "--timeout", "7"], capsys)
+    assert seen == [60.0, 600.0, 7.0]
+
+
+def test_verify_takes_the_module_timeout(monkeypatch):
+    seen = _record_timeouts(monkeypatch)
+    import dataclasses
+
+    p = dataclasses.replace(parse_proc_source(SRC, file="copy.py"),
+                            module={"VERIFY_TIMEOUT": 321})
+    verify(p)
+    verify(p, timeout_s=5)
+    assert seen == [321.0, 5]
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "'long'", "True"])
+def test_bad_module_timeout_is_a_usage_error_naming_it(copy2d, capsys, value):
+    copy2d.write_text(copy2d.read_text() + f"\nVERIFY_TIMEOUT = {value}\n")
+    code, out, err = run([copy2d], capsys)
+    assert code == 2 and "VERIFY_TIMEOUT" in err and "positive number of seconds" in err
+    assert "Traceback" not in out + err
