@@ -136,6 +136,9 @@ def run_jobs(jobs: list[Job], n: int, ctx=None,
                         done[i] = Failed(f"the worker process {_death(proc.exitcode)} before "
                                          "reporting (a crash in a solver or the checker, or "
                                          "the machine ran out of memory)")
+                    except Exception as e:  # noqa: BLE001 - e.g. a result that does not unpickle
+                        done[i] = Failed(f"the worker's result could not be read back: "
+                                         f"{type(e).__name__}: {e} (this is a bug in exogpu)")
                 elif jobs[i].limit_s is not None and now - t0 > jobs[i].limit_s:
                     proc.kill()
                     done[i] = Failed(f"stopped after {jobs[i].limit_s:g} s, the hard limit for "
