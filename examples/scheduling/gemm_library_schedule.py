@@ -28,9 +28,6 @@ from gemm_steps import WARPS, Shape, check_equal, fragment_layout, fragment_loop
 from gemm_steps import spec as naive_spec
 
 VERIFY_SIZES = {"M": 128, "N": 512, "K": 128}
-# The all-size proof takes ~26 s of CPU (53 s wall at load average 5 on the project's 2-core
-# machine, close to the default 60 s); 600 s per stage keeps "proven" independent of the load.
-VERIFY_TIMEOUT = 600
 
 
 class Config(NamedTuple):
@@ -257,6 +254,10 @@ def library_sync(p, step, cfg: Config, TC):
                 "all stores read before the task ends",
                 insert_fence(p, p.forward(jl).next().after(), cuda_in_order, cuda_in_order))
 
+
+# The all-size proof takes ~26 s of CPU (53 s wall at load average 5 on the project's 2-core
+# machine, close to the default 60 s); 600 s per stage keeps "proven" independent of the load.
+VERIFY_TIMEOUT = 600  # seconds per stage (exogpu-verify, verify())
 
 #: the scheduled kernel of the default variant (exogpu-verify proves it, exogpu-codegen
 #: builds it)

@@ -31,9 +31,6 @@ from gemm_steps import (WARPS, Shape, check_equal, fragment_layout, fragment_loo
 from gemm_steps import spec as naive_spec
 
 VERIFY_SIZES = {"M": 128, "N": 256, "K": 128}
-# The all-size proof takes ~7 s of CPU (13.5 s wall at load average 4.6 on the project's
-# 2-core machine); 600 s per stage keeps "proven" independent of the machine's load.
-VERIFY_TIMEOUT = 600
 
 DEFAULT = Shape()
 #: shapes of the GEMM library's cooperative variants, here with one tile per task and the
@@ -272,6 +269,10 @@ def epilogue_sync(p, bug=None):
         last = p.forward(prod).next()
     return add_loop(p, span(p.find("C_smem : _"), p.forward(last)), "epilogue", 1)
 
+
+# The all-size proof takes ~7 s of CPU (13.5 s wall at load average 4.6 on the project's
+# 2-core machine); 600 s per stage keeps "proven" independent of the machine's load.
+VERIFY_TIMEOUT = 600  # seconds per stage (exogpu-verify, verify())
 
 #: the scheduled kernel, so `exogpu-verify examples/scheduling/` proves it and `exogpu-codegen`
 #: generates it (the spec `gemm` runs on the host: nothing to synchronize, proven trivially).
