@@ -14,20 +14,25 @@ import time
 from .errors import ExoGpuError, user_error
 from .ir.nodes import Procedure
 from .report import VERDICTS, Diagnostic, Report, Witness  # noqa: F401  (re-exported)
+from .report import sizes_text
 
 MODES = ("auto", "symbolic", "concrete")
+DEFAULT_TIMEOUT_S = 60.0
 
 
 def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
-           timeout_s: float = 60.0) -> Report:
+           timeout_s: float | None = None) -> Report:
     """Check that the synchronization of ``p`` is sufficient; see the module docstring.
 
     ``verify(p)`` proves all sizes (``auto``: symbolic, falling back to the module's
     ``VERIFY_SIZES``); ``verify(p, sizes={...})`` checks those sizes concretely (LANGUAGE.md);
     ``mode="auto"`` with sizes tries the all-size proof first and uses the sizes as fallback.
     A scheduled ``p`` also reports where it comes from (``extra["derivation"]``: "derived
-    from p1 (file:line) by k checked steps (j unsafe)").
+    from p1 (file:line) by k checked steps (j unsafe)"). ``timeout_s``: the wall-clock limit
+    of each stage; by default the module's ``VERIFY_TIMEOUT``, else 60 s (``timeout_for``).
     """
+    if isinstance(p, Procedure):
+        timeout_s = timeout_for(p, timeout_s)
     r = _verify(p, sizes, mode, timeout_s)
     if isinstance(p, Procedure) and p.provenance:
         from .ir.derivation import derivation
@@ -39,7 +44,7 @@ def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
 def _verify(p, sizes, mode, timeout_s) -> Report:
     t0 = time.perf_counter()
     if mode is None:
-        mode = "concrete" if sizes else "auto"
+        mode = "concrete" if sizes is not None else "auto"
     if not isinstance(p, Procedure):
         raise TypeError(f"verify() expects a @proc, not {type(p).__name__}")
     if mode not in MODES:
@@ -75,12 +80,18 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
         if mode == "symbolic":
             return Report(p.name, "unknown", (), sym_reason, sizes, stages=tuple(stages),
                           seconds=time.perf_counter() - t0)
-    conc_sizes = sizes if sizes is not None else _module_sizes(p)
+    conc_sizes, origin = sizes, "the sizes given"
+    if conc_sizes is None:
+        conc_sizes, origin = _module_sizes(p), "the module's VERIFY_SIZES"
+    if conc_sizes is None and not any(not prm.is_data for prm in p.params):
+        conc_sizes, origin = {}, None  # nothing to choose: no size parameters
     if conc_sizes is None:
         reason = (f"symbolic check inconclusive ({sym_reason}) and no concrete sizes were "
                   "given (pass sizes={...} or set VERIFY_SIZES in the module)")
         if mode == "concrete":
-            reason = "mode='concrete' needs sizes (pass sizes={...} or set VERIFY_SIZES)"
+            need = ", ".join(prm.name for prm in p.params if not prm.is_data)
+            reason = (f"mode='concrete' needs a value for {need} (pass sizes={{...}} or set "
+                      "VERIFY_SIZES)")
         return Report(p.name, "unknown", (), reason, None, stages=tuple(stages),
                       seconds=time.perf_counter() - t0)
     from .amir import check_sync_concrete
@@ -96,8 +107,11 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
         return Report(p.name, "unknown", (d,), "internal error in the concrete checker (this "
                       "is a bug in exogpu)", conc_sizes, stages=tuple(stages),
                       seconds=time.perf_counter() - t0)
-    if verdict == "checked" and mode == "auto":
-        reason = f"symbolic check inconclusive ({sym_reason}); checked at these sizes only"
+    if verdict == "checked":
+        reason = f"checked at {sizes_text(conc_sizes)}" + (f" only ({origin})" if origin
+                                                            else "")
+        if mode == "auto":
+            reason = f"symbolic check inconclusive ({sym_reason}); {reason}"
     return Report(p.name, verdict, tuple(diags), reason, conc_sizes, witness,
                   stages=tuple(stages), seconds=time.perf_counter() - t0)
 
@@ -145,6 +159,24 @@ def _symbolic(p, sizes, mode, timeout_s, stages, t0):
         return None
     _LAST_REASON[p.name] = res.reason
     return None
+
+
+def timeout_for(p: Procedure, timeout_s: float | None = None) -> float:
+    """The per-stage limit of ``p``'s check: ``timeout_s`` when given, else the
+    ``VERIFY_TIMEOUT`` (seconds) of the module that defines ``p``, else 60. A module sets it
+    when its procs need more than 60 s of wall clock on a loaded machine, so that their
+    verdicts do not depend on the load. A bad value is a usage error naming it."""
+    if timeout_s is not None:
+        return timeout_s
+    mod = p.module
+    v = mod.get("VERIFY_TIMEOUT") if isinstance(mod, dict) else None
+    if v is None:
+        return DEFAULT_TIMEOUT_S
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise user_error("usage", f"VERIFY_TIMEOUT = {v!r} in the module of {p.name} must be "
+                         "a positive number of seconds", p.srcinfo,
+                         hint="set VERIFY_TIMEOUT = 600, say, or remove it (default 60 s)")
+    return float(v)
 
 
 def size_problems(p: Procedure, sizes: dict) -> list[str]:

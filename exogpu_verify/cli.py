@@ -13,13 +13,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .api import MODES, size_problems, verify
+from .api import MODES, size_problems, timeout_for, verify
+from .errors import ExoGpuError
+from .parallel import Failed, Job, context, default_jobs, inherits_memory, run_jobs
 from .ir.nodes import Procedure
 from .loader import (UsageError, find_files, load_module, module_bindings, module_procs,
                      name_clashes)
 from .report import Diagnostic, Report
 
 EXIT_OK, EXIT_REFUTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 def parse_sizes(text: str | None) -> dict | None:
@@ -90,12 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--report", metavar="DIR",
                     help="write a picture per proc into DIR (SVG + HTML, and index.html): the "
                          "race of a refuted proc, the obligations of a proven one")
-    ap.add_argument("--timeout", type=float, default=60.0, metavar="S",
+    ap.add_argument("--timeout", type=float, default=None, metavar="S",
                     help="wall-clock limit in seconds for each stage of a proc's check: the "
-                         "all-size proof, and each concrete check (default 60)")
+                         "all-size proof, and each concrete check (default: the module's "
+                         "VERIFY_TIMEOUT, else 60)")
     ap.add_argument("--recheck", metavar="DIR",
                     help="re-derive every certificate's obligations in DIR from the program "
                          "it names, re-decide them (isl, Z3, cvc5) and fail on any difference")
+    ap.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                    help="check N procs (or certificates) at once, each in a worker process "
+                         "(default: the number of cores, here "
+                         f"{default_jobs()}); results and their order are those of -j 1")
     return ap
 
 
@@ -192,6 +200,18 @@ def _sizes_for(targets: list[Target], sizes: dict | None) -> dict[int, dict | No
     return out
 
 
+def _timeouts_for(targets: list[Target], timeout: float | None) -> dict[int, float]:
+    """Each target's per-stage limit: ``--timeout``, else its module's VERIFY_TIMEOUT, else
+    60 s; a bad VERIFY_TIMEOUT is a usage error naming the file."""
+    out = {}
+    for t in targets:
+        try:
+            out[id(t)] = timeout_for(t.proc, timeout)
+        except ExoGpuError as e:
+            raise UsageError(f"{t.file}: {e.diagnostic.message}") from None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     try:
@@ -201,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     from .output import Output
 
     out = Output(json_mode=args.json)
+    if args.jobs is not None and args.jobs < 1:
+        out.usage_error(f"-j/--jobs must be at least 1, got {args.jobs}")
+        return EXIT_USAGE
+    if args.timeout is not None and args.timeout <= 0:
+        out.usage_error("--timeout must be positive")
+        return EXIT_USAGE
     if args.recheck:
         return recheck_main(args, out)
     t0 = time.perf_counter()
@@ -208,30 +234,27 @@ def main(argv: list[str] | None = None) -> int:
         if not args.paths:
             raise UsageError("give at least one PATH (file or folder), or --recheck DIR")
         sizes = parse_sizes(args.sizes)
-        if args.timeout <= 0:
-            raise UsageError("--timeout must be positive")
         if args.certificates and args.mode == "concrete":
             raise UsageError("--certificates needs proofs: use --mode auto or symbolic")
         find_files(args.paths)  # every PATH exists before anything is imported
         targets, load_errors = _load(args, out)
         targets = _select(targets, args.proc)
         per_target = _sizes_for(targets, sizes)
+        timeouts = _timeouts_for(targets, args.timeout)
     except UsageError as e:
         out.usage_error(str(e))
         return EXIT_USAGE
     reports: list[Report] = []
     cert_paths: dict = {}
     pages: list[tuple[str, str, str]] = []
-    for t in targets:
-        if args.print_ir:
-            out.ir(t.file, t.name, str(t.proc))
-        with out.progress(t.name):
-            r = verify(t.proc, sizes=per_target[id(t)], mode=args.mode, timeout_s=args.timeout)
+
+    def handle(t: Target, r: Report) -> int:
+        """Print one verdict and write what it earns; the number of errors doing so."""
+        errors = 0
         reports.append(r)
         out.report(t.file, r, name=t.name)
         if args.certificates and r.verdict == "proven" and "obligations" in r.extra:
-            load_errors += _write_certificate(t.proc, r, t.file, args.certificates,
-                                              cert_paths, out)
+            errors += _write_certificate(t.proc, r, t.file, args.certificates, cert_paths, out)
         if args.report:
             from .pictures import write_picture
 
@@ -243,6 +266,24 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as e:  # noqa: BLE001 - a bug in exogpu: say so, keep checking
                 out.internal_error(f"--report: drawing {t.name} failed: "
                                    f"{type(e).__name__}: {e} (this is a bug in exogpu)")
+        return errors
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    try:
+        if jobs == 1 or len(targets) < 2:
+            for t in targets:
+                if args.print_ir:
+                    out.ir(t.file, t.name, str(t.proc))
+                with out.progress(t.name):
+                    r = verify(t.proc, sizes=per_target[id(t)], mode=args.mode,
+                               timeout_s=timeouts[id(t)])
+                load_errors += handle(t, r)
+        else:
+            for t, r in _verify_parallel(targets, per_target, timeouts, args, jobs, out):
+                load_errors += handle(t, r)
+    except KeyboardInterrupt:
+        out.interrupted(len(reports), len(targets))
+        return EXIT_INTERRUPTED
     if args.report:
         from .pictures import write_index
 
@@ -250,6 +291,61 @@ def main(argv: list[str] | None = None) -> int:
     code = _exit_code(reports, load_errors)
     out.finish(reports, load_errors, time.perf_counter() - t0, code)
     return code
+
+
+def hard_limit(timeout: float) -> float:
+    """Seconds after which a worker is stopped: a proc's check has at most eight stages
+    under ``--timeout`` (the proof, up to six replays of a counterexample, the fallback),
+    plus the analyses and the lowering, which have no deadline of their own."""
+    return 10 * timeout + 60
+
+
+def _verify_job(file: Path, name: str, p: Procedure | None, sizes, mode: str,
+                timeout: float) -> Report:
+    """In a worker: ``verify`` one target (``p`` None: spawned, so re-import its file)."""
+    if p is None:
+        mod, diag = load_module(file)
+        if diag is not None:
+            raise RuntimeError(f"re-importing {file} in the worker failed: {diag.message}")
+        p = dict(module_bindings(mod))[name]
+    return verify(p, sizes=sizes, mode=mode, timeout_s=timeout)
+
+
+def _verify_parallel(targets: list[Target], per_target: dict, timeouts: dict, args,
+                     jobs: int, out):
+    """``(target, report)`` in target order, each checked in a worker process."""
+    ctx = context()
+    inherit = inherits_memory(ctx)
+    if inherit:
+        _warm_imports()
+    work = [Job(t.label, _verify_job, (t.file, t.name, t.proc if inherit else None,
+                                      per_target[id(t)], args.mode, timeouts[id(t)]),
+                hard_limit(timeouts[id(t)]))
+            for t in targets]
+    with out.bar(len(work), [t.name for t in targets]) as bar:
+        for i, r in run_jobs(work, jobs, ctx, on_start=bar.start, on_done=bar.finish,
+                             tick=bar.refresh):
+            t = targets[i]
+            if isinstance(r, Failed):
+                r = _failed_report(t.proc, f"checking {t.label} in a worker", r)
+            if args.print_ir:
+                out.ir(t.file, t.name, str(t.proc))
+            yield t, r
+
+
+def _warm_imports() -> None:
+    """Import the checkers and solvers once, before forking, not once per worker."""
+    import cvc5  # noqa: F401
+    import z3  # noqa: F401
+
+    from .amir import check as _amir  # noqa: F401
+    from .symbolic import check as _symbolic  # noqa: F401
+
+
+def _failed_report(p: Procedure, what: str, f: Failed) -> Report:
+    """``unknown`` for a job that gave no result; a crash is an internal error."""
+    diags = (Diagnostic.at("internal", f"{what}: {f.why}", p.srcinfo),) if f.crashed else ()
+    return Report(p.name, "unknown", diags, f"{what}: {f.why}")
 
 
 def _write_certificate(p, r: Report, f: Path, proof_dir: str, seen: dict, out) -> int:
@@ -285,7 +381,7 @@ def _find_source(source: str, cert: Path) -> Path | None:
 
 def recheck_main(args, out) -> int:
     """``--recheck DIR``: every certificate re-derived from its program; see recheck.py."""
-    from .recheck import RecheckResult, read_certificate, recheck_certificate
+    from .recheck import RecheckResult, read_certificate
 
     d = Path(args.recheck)
     if not d.is_dir():
@@ -296,7 +392,8 @@ def recheck_main(args, out) -> int:
         out.usage_error(f"--recheck: no certificates (*.json) in {args.recheck}")
         return EXIT_USAGE
     modules: dict = {}
-    results = []
+    results: list = []
+    todo: list[tuple] = []  # (position, file, source, proc, timeout)
     for f in files:
         data, problems = read_certificate(f)
         if data is None or problems:
@@ -327,7 +424,21 @@ def recheck_main(args, out) -> int:
                  f"{data['proc']!r}; give each its own name (exogpu_verify.schedule.rename)")
             results.append(RecheckResult(f, False, [why], proc=data["proc"]))
             continue
-        results.append(recheck_certificate(f, cands[0], args.timeout))
+        try:
+            tmo = timeout_for(cands[0], args.timeout)
+        except ExoGpuError as e:
+            results.append(RecheckResult(f, False, [f"source {data['source']}: "
+                                                    f"{e.diagnostic.message}"],
+                                         proc=data["proc"]))
+            continue
+        todo.append((len(results), f, src, cands[0], tmo))
+        results.append(None)
+    try:
+        for pos, r in _recheck_all(todo, args, out):
+            results[pos] = r
+    except KeyboardInterrupt:
+        out.interrupted(sum(r is not None for r in results), len(results), "certificate(s)")
+        return EXIT_INTERRUPTED
     bad = sum(not r.ok for r in results)
     if args.json:
         print(json.dumps({"exit_code": EXIT_REFUTED if bad else EXIT_OK, "certificates": [
@@ -347,6 +458,45 @@ def recheck_main(args, out) -> int:
                 out.console.print(f"          {escape(prob)}")
         out.console.print(f"{len(results)} certificate(s): {len(results) - bad} ok, {bad} failed")
     return EXIT_REFUTED if bad else EXIT_OK
+
+
+def _recheck_job(f: Path, src: Path, name: str, p: Procedure | None, timeout: float):
+    """In a worker: re-check one certificate (``p`` None: spawned, so re-import ``src``)."""
+    from .recheck import recheck_certificate
+
+    if p is None:
+        mod, diag = load_module(src)
+        if diag is not None:
+            raise RuntimeError(f"re-importing {src} in the worker failed: {diag.message}")
+        [p] = [q for q in module_procs(mod) if q.name == name]
+    return recheck_certificate(f, p, timeout)
+
+
+def _recheck_all(todo: list, args, out):
+    """``(position, RecheckResult)`` for each certificate to re-derive, in order; in worker
+    processes with -j N."""
+    from .recheck import RecheckResult, recheck_certificate
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs == 1 or len(todo) < 2:
+        for pos, f, _, p, tmo in todo:
+            with out.progress(f.name):
+                yield pos, recheck_certificate(f, p, tmo)
+        return
+    ctx = context()
+    inherit = inherits_memory(ctx)
+    if inherit:
+        _warm_imports()
+    work = [Job(f.name, _recheck_job, (f, src, p.name, p if inherit else None, tmo),
+                hard_limit(tmo)) for _, f, src, p, tmo in todo]
+    with out.bar(len(work), [t[1].name for t in todo]) as bar:
+        for i, r in run_jobs(work, jobs, ctx, on_start=bar.start, on_done=bar.finish,
+                             tick=bar.refresh):
+            pos, f, _, p, _ = todo[i]
+            if isinstance(r, Failed):
+                r = RecheckResult(f, False, [f"re-checking it in a worker: {r.why}"],
+                                  proc=p.name)
+            yield pos, r
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,7 +16,7 @@ from .ir.nodes import InstrInfo, Procedure, ProcedureTools
 
 
 def verify(p: Procedure, sizes: dict | None = None, mode: str | None = None,
-           timeout_s: float = 60.0):
+           timeout_s: float | None = None):
     """Check ``seq[p] == par[p]``; see ``exogpu_verify.api.verify``."""
     from .api import verify as _verify
 
@@ -31,7 +31,8 @@ def interpret(p: Procedure, **args):
 
 
 def _verify_sizes(p, sizes):
-    return verify(p, sizes=sizes)
+    # ``p.verify()`` without sizes is the all-size check, as ``verify(p)``
+    return verify(p, sizes=sizes or None)
 
 
 def _interpret_args(p, args):

@@ -10,7 +10,7 @@ import threading
 from rich.console import Console
 from rich.markup import escape
 
-from .report import Report
+from .report import Report, sizes_text
 from .errors import Diagnostic, render
 
 _STYLE = {"proven": "bold green", "checked": "green", "refuted": "bold red",
@@ -70,6 +70,32 @@ class Output:
             if status is not None:
                 status.stop()
 
+    @contextlib.contextmanager
+    def bar(self, total: int, names: list[str]):
+        """A progress bar over ``total`` jobs (``names[i]`` is job ``i``), on a terminal only
+        and never with --json. It draws only when told (``refresh``): no thread runs while
+        worker processes are forked."""
+        if self.json_mode or not self.console.is_terminal:
+            yield _NoBar()
+            return
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn,
+                                   TextColumn, TimeElapsedColumn)
+
+        prog = Progress(SpinnerColumn(), TextColumn("checking"), BarColumn(),
+                        MofNCompleteColumn(), TimeElapsedColumn(),
+                        TextColumn("[dim]{task.description}[/]"), console=self.console,
+                        transient=True, auto_refresh=False)
+        bar = _Bar(prog, prog.add_task("", total=total), names)
+        with prog:
+            yield bar
+
+    def interrupted(self, done: int, total: int, what: str = "proc(s)") -> None:
+        msg = f"interrupted (Ctrl-C) after {done} of {total} {what}; nothing more was checked"
+        if self.json_mode:
+            print(json.dumps({"error": "interrupted", "message": msg}))
+        else:
+            self.err.print(f"[bold red]exogpu-verify:[/] {escape(msg)}")
+
     def ir(self, path, name: str, text: str) -> None:
         """``--print-ir``: the proc's printed IR (in JSON, a field of its report)."""
         if self.json_mode:
@@ -103,7 +129,7 @@ class Output:
         style = _STYLE[r.verdict]
         at = ""
         if r.verdict == "checked" and r.sizes is not None:
-            at = "  at " + (", ".join(f"{k}={v}" for k, v in r.sizes.items()) or "(no sizes)")
+            at = "  at " + sizes_text(r.sizes)
         self.console.print(f"[{style}]{r.verdict:>8}[/]  {escape(str(path))}::{escape(label)}"
                            + at + (f"  [dim]{escape(r.reason)}[/]" if r.reason else ""))
         if r.extra.get("derivation"):
@@ -128,3 +154,42 @@ class Output:
         self.console.print(f"{len(reports)} proc(s): {', '.join(parts) or 'none'} "
                            f"in {seconds:.2f}s")
         sys.stdout.flush()
+
+
+class _NoBar:
+    def start(self, i: int) -> None:
+        pass
+
+    def finish(self, i: int) -> None:
+        pass
+
+    def refresh(self) -> None:
+        pass
+
+
+class _Bar:
+    """The running jobs' names beside a rich progress bar."""
+
+    def __init__(self, prog, task, names: list[str]):
+        self.prog, self.task, self.names = prog, task, names
+        self.running: dict[int, str] = {}
+
+    def _describe(self) -> None:
+        text = ", ".join(self.running.values())
+        if len(text) > 60:
+            text = text[:57] + "..."
+        self.prog.update(self.task, description=escape(text))
+
+    def start(self, i: int) -> None:
+        self.running[i] = self.names[i]
+        self._describe()
+        self.prog.refresh()
+
+    def finish(self, i: int) -> None:
+        self.running.pop(i, None)
+        self.prog.advance(self.task)
+        self._describe()
+        self.prog.refresh()
+
+    def refresh(self) -> None:
+        self.prog.refresh()

@@ -128,6 +128,15 @@ def render(d: Diagnostic) -> str:
 VERDICTS = ("proven", "checked", "refuted", "unknown")
 
 
+def sizes_text(sizes: dict | None) -> str:
+    """The sizes a check ran at, as a user writes them: ``N=512, M=4``; a proc without size
+    parameters has one size, its own."""
+    if sizes is None:
+        return "no sizes"
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its fixed shapes (no size " \
+        "parameters)"
+
+
 @dataclass(frozen=True)
 class Witness:
     """A concrete counterexample: sizes, the two accesses, their threads and timelines."""
@@ -164,8 +173,8 @@ class Report:
 
     def summary(self) -> str:
         s = f"{self.proc}: {self.verdict}"
-        if self.verdict == "checked" and self.sizes:
-            s += " at sizes " + ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        if self.verdict == "checked" and self.sizes is not None:
+            s += " at " + ("sizes " if self.sizes else "") + sizes_text(self.sizes)
         if self.reason:
             s += f" ({self.reason})"
         return s

@@ -106,9 +106,10 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
         if first is not None and first.task != second.task and ALL not in (first.task,
                                                                           second.task):
             # tasks are separate clusters: no synchronization statement orders them
-            hint = ("the accesses are in different tasks (cuda_tasks iterations run on "
-                    "different clusters, which no Fence or barrier orders): index the data "
-                    "so that each task touches its own part")
+            hint = ("the accesses are in different tasks, and tasks cannot synchronize "
+                    "(cuda_tasks iterations run on different clusters, which no Fence or "
+                    "barrier orders): partition the writes so that each task writes its own "
+                    "part, and no other task reads or writes it")
         d = Diagnostic.at("sync", msg, second.srcinfo, notes=tuple(notes), secondary=sec,
                           hint=h.hint or hint)
         w = Witness(dict(sizes), _event_json(first, bd, m.task_desc) if first else {},

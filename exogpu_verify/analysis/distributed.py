@@ -267,9 +267,16 @@ def _deduce(a: StmtInfo, uses: list[_Use], diags: list[Diagnostic]) -> Sharding 
             return None
         post = _post_iters(a.mapping, use)
         env0 = {t: 0 for t, _ in coll.ranges}
-        required = []
+        required, single = [], []
+        per_unit = unit.threads(coll.block_dim, coll.cluster_dim)
         for t in post:
             if t.count < 2:
+                # a loop of one tile of whole native units (``cuda_threads(0, 1,
+                # unit=cuda_warpgroup)``, what a generator for N warpgroups makes with N = 1)
+                # may index a leading dimension of extent 1, like its N > 1 version
+                if t.count == 1 and not is_bar and per_unit and t.tile_threads >= per_unit \
+                        and t.tile_threads % per_unit == 0:
+                    single.append(t)
                 continue
             o0, o1 = _owners(coll, env0, unit), _owners(coll, {**env0, t.name: 1}, unit)
             if o0 == o1:
@@ -279,7 +286,7 @@ def _deduce(a: StmtInfo, uses: list[_Use], diags: list[Diagnostic]) -> Sharding 
                     f"'{st.name}' ({mem}) cannot be distributed over it", node)
                 return None
             required.append(t)
-        dims = _match_indices(st, use, required, extents, err)
+        dims = _match_indices(st, use, required, extents, err, single)
         if dims is None:
             return None
         pre = [t for t in a.mapping.thread_iters]
@@ -349,15 +356,26 @@ def _who(owners: frozenset, unit: CollUnit) -> str:
     return f"{unit} {', '.join(map(str, ids))}"
 
 
-def _match_indices(st, use: _Use, required: list[ThreadIter], extents, err):
+def _match_indices(st, use: _Use, required: list[ThreadIter], extents, err,
+                   single: list[ThreadIter] = ()):
     """Match the leading indices of a use with the distributing iterators; returns
-    ``[(position, iter)]`` in position order, or None after reporting."""
+    ``[(position, iter)]`` in position order, or None after reporting. ``single``: iterators
+    of one-tile loops over whole native units; one of them read as a plain index of an
+    extent-1 dimension ahead of a distributing iterator is a distributed dimension too."""
     node = use.info.stmt
     idx = use.idx
     names = {t.name: t for t in required}
     all_iters = {t.name for t in use.info.mapping.thread_iters}
     syn = {pos: t for pos, t in use.syn if t.name in names}
     k = len(required)
+    lead = 0  # leading extent-1 dimensions indexed by a one-tile loop's iterator
+    ones = {t.name: t for t in single}
+    while k and lead < len(idx) and lead not in syn and idx[lead][0] == "pt" \
+            and isinstance(idx[lead][1], N.Read) and not idx[lead][1].idx \
+            and idx[lead][1].name in ones and extents[lead] == 1:
+        names[idx[lead][1].name] = ones.pop(idx[lead][1].name)
+        lead += 1
+    k += lead
     claimed: dict[str, int] = {}
     # a barrier target `z[:, k]` signals every shard along a distributed dimension; the
     # interval stands for the iterator it would otherwise name (matched in nesting order)

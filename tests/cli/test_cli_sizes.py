@@ -125,3 +125,133 @@ def test_verify_with_good_sizes_reports_them():
     r = verify(p, sizes={"N": 512})
     assert r.verdict == "checked" and r.sizes == {"N": 512}
     assert p.verify(N=512).sizes == {"N": 512}
+
+
+# ------------------------------------------------ procs without size parameters (issue 15)
+FIXED = '''
+from __future__ import annotations
+from exogpu_verify import *
+
+@proc
+def copy512(A: f32[512] @ CudaGmemLinear, B: f32[512] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=256):
+        for task in cuda_tasks(0, 2):
+            for t in cuda_threads(0, 256, unit=cuda_thread):
+                B[task * 256 + t] = A[task * 256 + t]
+'''
+FIXED_RACY = FIXED.replace("B[task * 256 + t] = A", "B[t] = A")
+FIXED_SRC = FIXED.split("@proc\n", 1)[1]
+
+
+def _symbolic_gives_up(monkeypatch):
+    """Make the all-size proof inconclusive, so that ``auto`` mode takes its fallback."""
+    import exogpu_verify.symbolic as S
+    from exogpu_verify.symbolic.check import SymbolicResult
+
+    monkeypatch.setattr(S, "check_sync_symbolic",
+                        lambda p, timeout_s=60.0: SymbolicResult("unknown", "gave up (test)"))
+
+
+def test_concrete_mode_runs_a_proc_without_sizes():
+    p = parse_proc_source(FIXED_SRC, file="fixed.py")
+    for r in (verify(p, mode="concrete"), verify(p, sizes={})):
+        assert r.verdict == "checked" and r.sizes == {}, r.summary()
+        assert r.stages[-1] == "concrete"
+        assert "its fixed shapes" in r.reason and "its fixed shapes" in r.summary()
+    racy = parse_proc_source(FIXED_RACY.split("@proc\n", 1)[1], file="racy.py")
+    r = verify(racy, mode="concrete")
+    assert r.verdict == "refuted" and r.diagnostics[0].kind == "sync"
+    assert p.verify().verdict == "proven"  # p.verify() without sizes stays the all-size check
+
+
+def test_auto_fallback_runs_a_proc_without_sizes(monkeypatch):
+    _symbolic_gives_up(monkeypatch)
+    p = parse_proc_source(FIXED_SRC, file="fixed.py")
+    r = verify(p)
+    assert r.verdict == "checked" and r.sizes == {}, r.summary()
+    assert r.stages == ("static", "symbolic", "concrete")
+    assert "gave up (test)" in r.reason and "its fixed shapes" in r.reason
+
+
+def test_concrete_mode_without_sizes_names_the_missing_size():
+    p = parse_proc_source(SRC, file="copy.py")
+    r = verify(p, mode="concrete")
+    assert r.verdict == "unknown" and "needs a value for N" in r.reason
+
+
+def test_cli_concrete_mode_on_a_proc_without_sizes(tmp_path, capsys):
+    f = tmp_path / "fixed.py"
+    f.write_text(textwrap.dedent(FIXED))
+    code, out, _ = run([f, "--mode", "concrete"], capsys)
+    assert code == 0
+    assert re.search(r"checked\s+\S*fixed\.py::copy512\s+at its fixed shapes", out), out
+    code, out, _ = run([f, "--mode", "concrete", "--json"], capsys)
+    [r] = json.loads(out)["reports"]
+    assert code == 0 and r["verdict"] == "checked" and r["sizes"] == {}
+    racy = tmp_path / "racy.py"
+    racy.write_text(textwrap.dedent(FIXED_RACY))
+    code, out, _ = run([racy, "--mode", "concrete"], capsys)
+    assert code == 1 and "sync error" in out
+
+
+def test_checked_fallback_names_its_sizes_and_where_they_came_from(copy2d, monkeypatch,
+                                                                   capsys):
+    _symbolic_gives_up(monkeypatch)
+    copy2d.write_text(copy2d.read_text() + '\nVERIFY_SIZES = {"M": 3, "N": 128}\n')
+    code, out, _ = run([copy2d], capsys)
+    assert code == 0
+    assert re.search(r"checked\s+\S*copy2d\.py::copy2d\s+at M=3, N=128\s+symbolic check "
+                     r"inconclusive \(gave up \(test\)\); checked at M=3, N=128 only \(the "
+                     r"module's VERIFY_SIZES\)", out), out
+    code, out, _ = run([copy2d, "--json"], capsys)
+    [r] = json.loads(out)["reports"]
+    assert r["verdict"] == "checked" and r["sizes"] == {"M": 3, "N": 128}
+    assert "checked at M=3, N=128 only" in r["reason"]
+    code, out, _ = run([copy2d, "--sizes", "M=2,N=256", "--json"], capsys)
+    [r] = json.loads(out)["reports"]
+    assert r["sizes"] == {"M": 2, "N": 256}
+    assert "checked at M=2, N=256 only (the sizes given)" in r["reason"]
+
+
+# ---------------------------------------------- VERIFY_TIMEOUT: a module's own time limit
+def _record_timeouts(monkeypatch) -> list:
+    """Record the time limit the all-size proof is given (and make it inconclusive)."""
+    import exogpu_verify.symbolic as S
+    from exogpu_verify.symbolic.check import SymbolicResult
+
+    seen: list = []
+
+    def fake(p, timeout_s=60.0):
+        seen.append(timeout_s)
+        return SymbolicResult("unknown", "gave up (test)")
+
+    monkeypatch.setattr(S, "check_sync_symbolic", fake)
+    return seen
+
+
+def test_module_timeout_is_the_default_and_options_override_it(copy2d, monkeypatch, capsys):
+    seen = _record_timeouts(monkeypatch)
+    run([copy2d, "--sizes", "M=1,N=128"], capsys)
+    copy2d.write_text(copy2d.read_text() + "\nVERIFY_TIMEOUT = 600\n")
+    run([copy2d, "--sizes", "M=1,N=128"], capsys)
+    run([copy2d, "--sizes", "M=1,N=128", "--timeout", "7"], capsys)
+    assert seen == [60.0, 600.0, 7.0]
+
+
+def test_verify_takes_the_module_timeout(monkeypatch):
+    seen = _record_timeouts(monkeypatch)
+    import dataclasses
+
+    p = dataclasses.replace(parse_proc_source(SRC, file="copy.py"),
+                            module={"VERIFY_TIMEOUT": 321})
+    verify(p)
+    verify(p, timeout_s=5)
+    assert seen == [321.0, 5]
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "'long'", "True"])
+def test_bad_module_timeout_is_a_usage_error_naming_it(copy2d, capsys, value):
+    copy2d.write_text(copy2d.read_text() + f"\nVERIFY_TIMEOUT = {value}\n")
+    code, out, err = run([copy2d], capsys)
+    assert code == 2 and "VERIFY_TIMEOUT" in err and "positive number of seconds" in err
+    assert "Traceback" not in out + err
