@@ -102,9 +102,10 @@ def _module_procs():
                         and sizes:
                     small = {k: SMALLER.get(k, x) for k, x in sizes.items()}
                     pid = f"{f.stem}.{v.name}"
-                    # the GEMM family: ~1 min of oracle runs per variant
-                    marks = [pytest.mark.slow] if f.stem == "gemm" or pid in SLOW_SHIPPED \
-                        else []
+                    # the GEMM family: ~1 min of oracle runs per variant; the GEMV family's
+                    # concrete check alone is 20-50 s
+                    marks = [pytest.mark.slow] if f.stem in ("gemm", "gemv") or \
+                        pid in SLOW_SHIPPED else []
                     out.append(pytest.param(v, small, id=pid, marks=marks))
     return out
 
@@ -120,7 +121,8 @@ SLOW_SHIPPED = {"matmul_smem.matmul_smem", "sync_bug_async_transitive.async_tran
 def test_shipped_programs(p, sizes):
     """Accepted => every sampled execution is the sequential one; the paper's buggy
     examples (``*_bug``) show a differing execution."""
-    verdict = verify(p, sizes=sizes, mode="concrete").verdict
+    # the limit only guards against a hang: the verdict must not depend on machine load
+    verdict = verify(p, sizes=sizes, mode="concrete", timeout_s=3600).verdict
     assert verdict in ("checked", "refuted")
     args = random_args(p, sizes, 0)
     seq = sequential(p, args)
