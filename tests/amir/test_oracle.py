@@ -120,7 +120,9 @@ SLOW_SHIPPED = {"matmul_smem.matmul_smem", "sync_bug_async_transitive.async_tran
 def test_shipped_programs(p, sizes):
     """Accepted => every sampled execution is the sequential one; the paper's buggy
     examples (``*_bug``) show a differing execution."""
-    verdict = verify(p, sizes=sizes, mode="concrete").verdict
+    # the limit only guards against a hang: verify's default 60 s of wall-clock turns the
+    # GEMV check (~40 s of CPU) into 'unknown' on a loaded machine
+    verdict = verify(p, sizes=sizes, mode="concrete", timeout_s=3600.0).verdict
     assert verdict in ("checked", "refuted")
     args = random_args(p, sizes, 0)
     seq = sequential(p, args)
