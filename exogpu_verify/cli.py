@@ -99,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "VERIFY_TIMEOUT, else 60)")
     ap.add_argument("--recheck", metavar="DIR",
                     help="re-derive every certificate's obligations in DIR from the program "
-                         "it names, re-decide them (isl, Z3, cvc5) and fail on any difference")
+                         "it names, re-decide them (isl, Z3, cvc5), compare a scheduled "
+                         "proc's chain of rewrites and replay it, and fail on any difference")
     ap.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                     help="check N procs (or certificates) at once, each in a worker process "
                          "(default: the number of cores, here "
@@ -443,7 +444,8 @@ def recheck_main(args, out) -> int:
     if args.json:
         print(json.dumps({"exit_code": EXIT_REFUTED if bad else EXIT_OK, "certificates": [
             {"file": str(r.path), "proc": r.proc, "ok": r.ok, "obligations": r.obligations,
-             "problems": r.problems, "seconds": round(r.seconds, 3)} for r in results]},
+             "derivation": r.derivation, "problems": r.problems,
+             "seconds": round(r.seconds, 3)} for r in results]},
             indent=2))
     else:
         from rich.markup import escape
@@ -454,6 +456,8 @@ def recheck_main(args, out) -> int:
                 f"{len(r.problems)} problem(s)"
             out.console.print(f"[{style}]{label:>8}[/]  {escape(str(r.path))}  ({what}, "
                               f"{r.seconds:.2f}s)")
+            if r.ok and r.derivation:
+                out.console.print(f"          [dim]{escape(r.derivation)}[/]")
             for prob in r.problems:
                 out.console.print(f"          {escape(prob)}")
         out.console.print(f"{len(results)} certificate(s): {len(results) - bad} ok, {bad} failed")

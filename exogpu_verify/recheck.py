@@ -6,13 +6,18 @@
    present with the right type, the current format, verdict ``proven``, every obligation
    with its isl texts, SMT-LIB and ``unsat`` verdicts);
 2. it must name ``p`` and carry ``p``'s program hash (else it is stale: the program changed);
-3. the obligations are re-derived from ``p`` by the same pipeline that wrote them (static
+3. its ``derivation`` must be ``p``'s own chain of rewrites (the same p1, by hash, and the
+   same steps in order), and the recorded steps, replayed on p1, must give the recorded
+   programs (``schedule.provenance.recheck_provenance``); null exactly when ``p`` is not
+   scheduled;
+4. the obligations are re-derived from ``p`` by the same pipeline that wrote them (static
    analyses, then the symbolic checker, whose every obligation isl, Z3 and cvc5 decide
    afresh), and the two lists must agree: same kinds, conflict texts and ordered texts,
    none missing and none extra, and the same SMT-LIB script (comments aside).
 
-Every difference is reported with the obligation and what differs. ``exogpu-verify
---recheck`` finds ``p`` by re-loading the source the certificate names; the codegen gate
+Every difference is reported with the obligation (or derivation field) and what differs.
+``exogpu-verify --recheck`` finds ``p`` by re-loading the source the certificate names
+(which re-runs its schedule, every rewrite re-checking its legality); the codegen gate
 passes the proc it is about to compile.
 """
 
@@ -40,6 +45,8 @@ class RecheckResult:
     obligations: int = 0
     proc: str | None = None
     seconds: float = 0.0
+    #: the certificate's "derived from p1 (file:line) by k checked steps (j unsafe)"
+    derivation: str | None = None
 
 
 # ------------------------------------------------------------------------ reading
@@ -74,16 +81,24 @@ def _jtype(v) -> str:
             list: "a list", dict: "an object"}.get(type(v), type(v).__name__)
 
 
-def _field(obj: dict, key: str, typ, where: str, problems: list) -> object:
-    want = {str: "a string", list: "a list", dict: "an object"}[typ]
+_WANT = {str: "a string", list: "a list", dict: "an object", bool: "a boolean",
+         int: "a number"}
+
+
+def _field(obj: dict, key: str, typ, where: str, problems: list,
+           nullable: bool = False) -> object:
+    """``obj[key]`` when it has type ``typ`` (or is null and ``nullable``), else None with
+    the problem (``where`` + ``key``: the field's path) appended."""
+    want = _WANT[typ] + (" or null" if nullable else "")
     if key not in obj:
         problems.append(f"{where}{key}: missing (expected {want})")
         return None
     v = obj[key]
     if v is None:
-        problems.append(f"{where}{key}: null (expected {want})")
+        if not nullable:
+            problems.append(f"{where}{key}: null (expected {want})")
         return None
-    if not isinstance(v, typ) or isinstance(v, bool):
+    if not isinstance(v, typ) or (isinstance(v, bool) and typ is not bool):
         problems.append(f"{where}{key}: {_jtype(v)} (expected {want})")
         return None
     return v
@@ -110,6 +125,7 @@ def schema_problems(data: dict) -> list[str]:
     v = _field(data, "verdict", str, "", pr)
     if v is not None and v != "proven":
         pr.append(f"verdict: {v!r}; a certificate records a proof, its verdict is 'proven'")
+    _derivation_problems(data, h, pr)
     obs = _field(data, "obligations", list, "", pr)
     for i, ob in enumerate(obs or []):
         where = f"obligations[{i}]"
@@ -143,6 +159,67 @@ def schema_problems(data: dict) -> list[str]:
                 elif not (isinstance(got, str) and got.startswith(want)):
                     pr.append(f"{where}solvers: records {s} = {got!r}, a proof needs {want!r}")
     return pr
+
+
+def _derivation_problems(data: dict, program_h: str | None, pr: list) -> None:
+    """The ``derivation`` field: null (a proc written directly) or the record of its
+    schedule (``ir.derivation.provenance_record``), internally consistent: the steps end at
+    ``result_hash``, which is the certificate's program."""
+    if "derivation" not in data:
+        pr.append("derivation: missing (expected an object or null: null for a proc written "
+                  "directly)")
+        return
+    d = data["derivation"]
+    if d is None:
+        return
+    if not isinstance(d, dict):
+        pr.append(f"derivation: {_jtype(d)} (expected an object or null)")
+        return
+    n0 = len(pr)
+    src = _field(d, "source", dict, "derivation.", pr)
+    if src is not None:
+        _field(src, "proc", str, "derivation.source.", pr)
+        _field(src, "file", str, "derivation.source.", pr, nullable=True)
+        _field(src, "line", int, "derivation.source.", pr, nullable=True)
+        _hash_field(src, "hash", "derivation.source.", pr)
+    steps = _field(d, "steps", list, "derivation.", pr)
+    if steps is not None and not steps:
+        pr.append("derivation.steps: an empty list (a scheduled proc has at least one step; "
+                  "a proc written directly has derivation null)")
+    for i, st in enumerate(steps or []):
+        where = f"derivation.steps[{i}]"
+        if not isinstance(st, dict):
+            pr.append(f"{where}: {_jtype(st)} (expected an object)")
+            continue
+        prim = st.get("primitive")
+        where += f" ({prim})." if isinstance(prim, str) else "."
+        _field(st, "primitive", str, where, pr)
+        _field(st, "args", str, where, pr)
+        _field(st, "checked", str, where, pr)
+        _field(st, "unsafe", bool, where, pr)
+        call = _field(st, "call", dict, where, pr, nullable=True)
+        if call is not None and isinstance(prim, str) and call.get("primitive") != prim:
+            pr.append(f"{where}call: calls {call.get('primitive')!r}, the step is {prim!r}")
+        _hash_field(st, "result_hash", where, pr, nullable=True)
+    end = _hash_field(d, "result_hash", "derivation.", pr)
+    _field(d, "summary", str, "derivation.", pr)
+    if len(pr) > n0:
+        return
+    if program_h is not None and end != program_h:
+        pr.append("derivation.result_hash: the recorded schedule ends at another program than "
+                  "this certificate's (program_hash)")
+    last = steps[-1]["result_hash"]
+    if last is not None and last != end:
+        pr.append(f"derivation.steps[{len(steps) - 1}].result_hash: the last step does not "
+                  "give the program the derivation ends at (derivation.result_hash)")
+
+
+def _hash_field(obj: dict, key: str, where: str, pr: list, nullable: bool = False):
+    h = _field(obj, key, str, where, pr, nullable)
+    if h is not None and not _HEX64.match(h):
+        pr.append(f"{where}{key}: {h[:20]!r}... is not a SHA-256 (64 hex digits)")
+        return None
+    return h
 
 
 def _short(s: str, n: int = 70) -> str:
@@ -310,6 +387,8 @@ def recheck_certificate(path, p, timeout_s: float = 60.0, cache: bool = True
             f"{_line_diff(data['program'], program_text(p))}); re-run exogpu-verify "
             "--certificates DIR on its source")
         return _done(res, t0)
+    res.derivation = (data["derivation"] or {}).get("summary")
+    res.problems += derivation_problems(p, data["derivation"])
     derived = _DERIVED.get(p) if cache else None
     if derived is None:
         derived, why = derive_obligations(p, timeout_s)
@@ -320,6 +399,25 @@ def recheck_certificate(path, p, timeout_s: float = 60.0, cache: bool = True
         _DERIVED[p] = derived
     res.problems += compare_obligations(data["obligations"], derived)
     return _done(res, t0)
+
+
+def derivation_problems(p, recorded: dict | None) -> list[str]:
+    """The certificate's ``derivation`` against ``p``'s own chain, and the recorded steps
+    replayed on p1 (``schedule.provenance.recheck_provenance``)."""
+    if recorded is None and not p.provenance:
+        return []
+    from .ir.derivation import summary_line
+    from .schedule.provenance import recheck_provenance
+
+    problems = recheck_provenance(p, recorded)
+    if recorded is not None:
+        src, steps = recorded["source"], recorded["steps"]
+        want = summary_line(src["proc"], src["file"], src["line"], len(steps),
+                            sum(1 for st in steps if st["unsafe"]))
+        if recorded["summary"] != want:
+            problems.append(f"derivation.summary: {_short(recorded['summary'], 120)}, but the "
+                            f"recorded fields say {_short(want, 120)}")
+    return problems
 
 
 def derive_obligations(p, timeout_s: float = 60.0):

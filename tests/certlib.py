@@ -2,7 +2,8 @@
 
 Each entry of ``TAMPERS`` turns a valid certificate (its JSON object, or its bytes) into a
 forged or malformed one, with the words a rejection must contain. ``forge(src, dst, name)``
-writes the tampered file.
+writes the tampered file. ``SCHEDULED`` / ``forge_scheduled`` do the same to the
+``derivation`` of a scheduled proc's certificate.
 """
 
 from __future__ import annotations
@@ -117,6 +118,23 @@ def unparsable_smtlib(d):
     return d
 
 
+def invented_derivation(d):
+    # a well-formed derivation for a proc written directly: one rename from some p1
+    h = d["program_hash"]
+    d["derivation"] = {
+        "source": {"proc": "p1", "file": "p1.py", "line": 3, "hash": "1" * 64},
+        "steps": [{"primitive": "rename", "args": repr(d["proc"]),
+                   "checked": "name only; body unchanged", "unsafe": False, "call": None,
+                   "result_hash": h}],
+        "result_hash": h, "summary": "derived from p1 (p1.py:3) by 1 checked step (0 unsafe)"}
+    return d
+
+
+def missing_derivation(d):
+    del d["derivation"]
+    return d
+
+
 #: name -> (tamper on the JSON object, words the rejection contains)
 TAMPERS = {
     "forged_empty": (forged_empty, "is missing from the certificate"),
@@ -138,6 +156,8 @@ TAMPERS = {
     "null_proc": (null_proc, "proc: null"),
     "wrong_field_type": (wrong_field_type, "obligations: a string (expected a list)"),
     "unparsable_smtlib": (unparsable_smtlib, "unparsable SMT-LIB"),
+    "invented_derivation": (invented_derivation, "is written directly (it has no schedule)"),
+    "missing_derivation": (missing_derivation, "derivation: missing"),
 }
 
 #: name -> (bytes written instead of the certificate, words the rejection contains)
@@ -148,6 +168,157 @@ RAW = {
     "json_string": (lambda raw: b'"proven"\n', "wrong JSON type: the file holds a string"),
     "not_utf8": (lambda raw: b"\xff\xfe\x00{", "not UTF-8"),
 }
+
+
+def _consistent(d):
+    """Make the summary agree with the (tampered) steps, as a careful forger would."""
+    from exogpu_verify.ir.derivation import summary_line
+
+    dv, src = d["derivation"], d["derivation"]["source"]
+    dv["summary"] = summary_line(src["proc"], src["file"], src["line"], len(dv["steps"]),
+                                 sum(1 for st in dv["steps"] if st["unsafe"]))
+    return d
+
+
+def _steps(d):
+    return d["derivation"]["steps"]
+
+
+def deleted_step(d):
+    del _steps(d)[1]
+    return _consistent(d)
+
+
+def flipped_unsafe(d):
+    _steps(d)[2]["unsafe"] = True
+    return _consistent(d)
+
+
+def changed_p1_hash(d):
+    d["derivation"]["source"]["hash"] = "0" * 64
+    return d
+
+
+def swapped_steps(d):
+    s = _steps(d)
+    s[0], s[1] = s[1], s[0]
+    return d
+
+
+def changed_step_args(d):
+    _steps(d)[0]["args"] = _steps(d)[0]["args"].replace("256", "128")
+    return d
+
+
+def changed_checked(d):
+    _steps(d)[0]["checked"] = "proved for all sizes"
+    return d
+
+
+def changed_call(d):
+    _steps(d)[0]["call"]["args"][1] = {"lit": 128}
+    return d
+
+
+def changed_p1_file(d):
+    d["derivation"]["source"]["file"] = "elsewhere.py"
+    return _consistent(d)
+
+
+def dropped_derivation(d):
+    d["derivation"] = None
+    return d
+
+
+def edited_summary(d):
+    d["derivation"]["summary"] = d["derivation"]["summary"].replace("(0 unsafe)", "(2 unsafe)")
+    return d
+
+
+def other_result(d):
+    d["derivation"]["result_hash"] = _steps(d)[-1]["result_hash"] = "a" * 64
+    return d
+
+
+def bad_unsafe_type(d):
+    _steps(d)[2]["unsafe"] = "no"
+    return d
+
+
+def null_steps(d):
+    d["derivation"]["steps"] = None
+    return d
+
+
+def empty_steps(d):
+    d["derivation"]["steps"] = []
+    return d
+
+
+def step_not_object(d):
+    _steps(d)[0] = 5
+    return d
+
+
+def missing_source(d):
+    del d["derivation"]["source"]
+    return d
+
+
+def bad_p1_hash(d):
+    d["derivation"]["source"]["hash"] = "xyz"
+    return d
+
+
+def derivation_string(d):
+    d["derivation"] = "derived from saxpy"
+    return d
+
+
+def call_of_another_primitive(d):
+    _steps(d)[0]["call"]["primitive"] = "reorder_loops"
+    return d
+
+
+#: tampers of a scheduled proc's certificate (tests/schedule/progs/saxpy_sched.py's
+#: saxpy_kernel: divide_loop, wrap_with_context, set_loop_mode, rename; none unsafe)
+SCHEDULED = {
+    "deleted_step": (deleted_step, "step 2 of the schedule, wrap_with_context("),
+    "flipped_unsafe": (flipped_unsafe, "derivation.steps[2] (step 3, set_loop_mode): unsafe "
+                                       "is true in the certificate, false in the schedule"),
+    "changed_p1_hash": (changed_p1_hash, "derivation.source.hash: 0000000000000000... is not "
+                                         "the program the schedule starts from"),
+    "swapped_steps": (swapped_steps, "derivation.steps[0] (step 1, divide_loop): primitive: "
+                                     "the certificate records 'wrap_with_context'"),
+    "changed_step_args": (changed_step_args, "derivation.steps[0] (step 1, divide_loop): args:"),
+    "changed_checked": (changed_checked, "checked: the certificate records 'proved for all "
+                                         "sizes'"),
+    "changed_call": (changed_call, "call: the recorded call differs from the schedule's"),
+    "changed_p1_file": (changed_p1_file, "derivation.source.file: 'elsewhere.py'"),
+    "dropped_derivation": (dropped_derivation, "the certificate does not record its schedule"),
+    "edited_summary": (edited_summary, "derivation.summary: "),
+    "other_result": (other_result, "derivation.result_hash: the recorded schedule ends at "
+                                   "another program"),
+    "bad_unsafe_type": (bad_unsafe_type, "derivation.steps[2] (set_loop_mode).unsafe: a "
+                                         "string (expected a boolean)"),
+    "null_steps": (null_steps, "derivation.steps: null (expected a list)"),
+    "empty_steps": (empty_steps, "derivation.steps: an empty list"),
+    "step_not_object": (step_not_object, "derivation.steps[0]: a number (expected an object)"),
+    "missing_source": (missing_source, "derivation.source: missing (expected an object)"),
+    "bad_p1_hash": (bad_p1_hash, "derivation.source.hash: 'xyz'... is not a SHA-256"),
+    "derivation_string": (derivation_string, "derivation: a string (expected an object or "
+                                             "null)"),
+    "call_of_another_primitive": (call_of_another_primitive,
+                                  "derivation.steps[0] (divide_loop).call: calls "
+                                  "'reorder_loops', the step is 'divide_loop'"),
+}
+
+
+def forge_scheduled(src: Path, dst: Path, name: str) -> str:
+    """``forge`` with a tamper of ``SCHEDULED``."""
+    fn, words = SCHEDULED[name]
+    Path(dst).write_text(json.dumps(fn(json.loads(Path(src).read_text())), indent=1))
+    return words
 
 
 def forge(src: Path, dst: Path, name: str) -> str:

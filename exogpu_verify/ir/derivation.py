@@ -33,16 +33,29 @@ def root(p: N.Procedure) -> N.Procedure:
     return src if isinstance(src, N.Procedure) else p
 
 
+def _rel(f: str | None) -> str | None:
+    """``f`` relative to the current folder (as reports and certificates name files)."""
+    if not f:
+        return f
+    try:
+        return os.path.relpath(f)
+    except ValueError:  # another drive
+        return f
+
+
+def _location(file: str | None, line: int | None) -> str:
+    return f"{file}:{line}" if file and line else "(no source location)"
+
+
 def where(p1: N.Procedure) -> str:
     si = p1.srcinfo
-    if si is None or not si.line:
-        return "(no source location)"
-    f = si.file
-    try:
-        f = os.path.relpath(f)
-    except ValueError:
-        pass
-    return f"{f}:{si.line}"
+    return _location(_rel(si.file) if si else None, si.line if si else None)
+
+
+def summary_line(p1_name: str, file: str | None, line: int | None, k: int, j: int) -> str:
+    """"derived from p1 (file:line) by k checked steps (j unsafe)"."""
+    return (f"derived from {p1_name} ({_location(file, line)}) by {k} checked "
+            f"step{'s' * (k != 1)} ({j} unsafe)")
 
 
 def derivation(p: N.Procedure) -> str | None:
@@ -50,14 +63,18 @@ def derivation(p: N.Procedure) -> str | None:
     if not p.provenance:
         return None
     p1 = root(p)
-    k = len(p.provenance)
-    j = sum(1 for r in p.provenance if r.unsafe)
-    return (f"derived from {p1.name} ({where(p1)}) by {k} checked step{'s' * (k != 1)} "
-            f"({j} unsafe)")
+    si = p1.srcinfo
+    return summary_line(p1.name, _rel(si.file) if si else None, si.line if si else None,
+                        len(p.provenance), sum(1 for r in p.provenance if r.unsafe))
 
 
 def provenance_record(p: N.Procedure) -> dict | None:
-    """The chain as JSON data (None for a procedure written directly)."""
+    """The chain as JSON data (None for a procedure written directly): ``source`` (p1's
+    name, file relative to the current folder, line and program hash), ``steps`` (per
+    rewrite: ``primitive``, ``args`` as text, ``checked``: what its legality check
+    established, ``unsafe``, ``call``: the call as replayable data or None, ``result_hash``:
+    the program it produced), ``result_hash`` (``p``'s hash) and ``summary`` (the
+    ``derivation`` line). Certificates store it under ``derivation``."""
     if not p.provenance:
         return None
     p1 = root(p)
@@ -69,13 +86,9 @@ def provenance_record(p: N.Procedure) -> dict | None:
                       rw.call.args is not None else None,
                       "result_hash": rw.result_hash})
     si = p1.srcinfo
-    f = si.file if si else None
-    if f and os.path.isabs(f):
-        try:
-            f = os.path.relpath(f)
-        except ValueError:
-            pass
-    return {"source": {"proc": p1.name, "file": f, "line": si.line if si else None,
-                       "hash": program_hash(p1)},
+    f = _rel(si.file) if si else None
+    line = si.line if si else None
+    return {"source": {"proc": p1.name, "file": f, "line": line, "hash": program_hash(p1)},
             "steps": steps, "result_hash": program_hash(p),
-            "summary": derivation(p)}
+            "summary": summary_line(p1.name, f, line, len(steps),
+                                    sum(1 for s in steps if s["unsafe"]))}

@@ -10,6 +10,8 @@ sha256 of the procedure it produced. From that chain:
   ``from_source=True``) and checks each result's hash: the chain is re-derived, not trusted;
   ``replay_record(record)`` does the same from the JSON record alone (arguments are
   evaluated again from their text in the defining module's namespace);
+* ``recheck_provenance(p, recorded)``: what ``--recheck`` and the codegen gate check of a
+  certificate's ``derivation``: it is ``p``'s own chain, and it replays from the record;
 * ``step_diffs(p)`` / ``EXOGPU_LOG=schedule``: the IR after each step, as unified diffs
   (``trace=True`` on the replays prints them too).
 """
@@ -17,9 +19,11 @@ sha256 of the procedure it produced. From that chain:
 from __future__ import annotations
 
 import ast
+import json
 import os
 import sys
 import textwrap
+from pathlib import Path
 
 from ..ir import nodes as N
 
@@ -174,33 +178,111 @@ def _replay_steps(cur, steps, ns, live, trace, want):
 
 
 def recheck_provenance(p: N.Procedure, recorded: dict | None) -> list[str]:
-    """What is wrong with the provenance a certificate ``recorded`` for ``p`` (loaded again
-    from its module): it must be ``p``'s own chain, step for step, and replaying it from
-    ``p1``'s source, both with ``p``'s calls and with the recorded ones alone, must give
-    every recorded hash. An empty list means the chain is re-derived."""
+    """What is wrong with the derivation a certificate ``recorded`` for ``p``, the proc
+    rebuilt from its source (importing its module re-ran every step of the schedule, each
+    re-checking its legality). The recorded chain must be ``p``'s own: the same ``p1``
+    (name, file and program hash) and the same steps in order (primitive, arguments, what
+    was checked, unsafe or not, the call, the program each gave). Then the recorded steps
+    alone are replayed on ``p1``: each call is evaluated from its JSON and applied again,
+    which re-runs its legality check, and must give the recorded hashes. The location's
+    line is not compared (moving p1 down its file changes no program). Messages name the
+    certificate field that differs; an empty list means the chain is re-derived.
+    ``recorded`` is well-formed (``recheck.schema_problems``) or None."""
     mine = provenance_record(p)
     if recorded is None and mine is None:
         return []
-    if recorded is None or mine is None:
-        return ["the certificate records a schedule but the procedure has none" if mine is None
-                else "the procedure is scheduled but the certificate records no provenance"]
+    mine = json.loads(json.dumps(mine))  # as a certificate holds it (tuples become lists)
+    if mine is None:
+        return [f"derivation: the certificate records a schedule ({len(recorded['steps'])} "
+                f"step(s) from {recorded['source']['proc']}), but {p.name} is written "
+                "directly (it has no schedule)"]
+    if recorded is None:
+        return [f"derivation: null, but {p.name} is {mine['summary']}: the certificate does "
+                "not record its schedule"]
     problems = []
-    if recorded.get("source", {}).get("hash") != mine["source"]["hash"]:
-        problems.append(f"p1 ({mine['source']['proc']}) is not the program the schedule "
-                        "started from (hash differs)")
-    rs, ms = recorded.get("steps") or [], mine["steps"]
-    if len(rs) != len(ms):
-        problems.append(f"the certificate records {len(rs)} steps, the schedule has {len(ms)}")
-    for k, (a, b) in enumerate(zip(rs, ms), 1):
-        for key in ("primitive", "args", "unsafe", "result_hash", "call"):
-            if a.get(key) != b.get(key):
-                problems.append(f"step {k} ({b['primitive']}): the recorded {key} differs")
-                break
-    if problems:
-        return problems
+    rs, ms = recorded["source"], mine["source"]
+    if rs["hash"] != ms["hash"]:
+        problems.append(f"derivation.source.hash: {rs['hash'][:16]}... is not the program "
+                        f"the schedule starts from ({ms['proc']} hashes to "
+                        f"{ms['hash'][:16]}...)")
+    if rs["proc"] != ms["proc"]:
+        problems.append(f"derivation.source.proc: {rs['proc']!r}, the schedule starts from "
+                        f"{ms['proc']!r}")
+    p1_file = root(p).srcinfo.file if root(p).srcinfo else None
+    if not _same_file(rs["file"], p1_file):
+        problems.append(f"derivation.source.file: {rs['file']!r}, but {ms['proc']} is defined "
+                        f"in {ms['file']!r}")
+    problems += _step_problems(recorded["steps"], mine["steps"])
+    if problems or any(st["call"] is None for st in recorded["steps"]):
+        return problems  # a step without a recorded call replays only by re-running the module
     try:
-        replay(p, from_source=True)
-        replay_record(recorded, reparse_source(root(p)))
+        replay_record(recorded, root(p))
     except ReplayError as e:
-        problems.append(f"replay: {e}")
+        problems.append(f"derivation: replaying the recorded steps on {ms['proc']}: {e}")
     return problems
+
+
+def _same_file(recorded: str | None, actual: str | None) -> bool:
+    """``recorded`` (relative to the folder the certificate was written from) names
+    ``actual``: its path, without ``.`` and ``..`` parts, ends ``actual``'s."""
+    if not recorded or not actual:
+        return not recorded and not actual
+    want = [x for x in Path(recorded).parts if x not in (".", "..")]
+    have = Path(os.path.abspath(actual)).parts
+    return bool(want) and list(have[-len(want):]) == want
+
+
+_STEP_KEYS = ("primitive", "args", "checked", "unsafe", "call", "result_hash")
+
+
+def _desc(st: dict) -> str:
+    args = " ".join(st["args"].split())
+    return f"{st['primitive']}({args if len(args) <= 60 else args[:57] + '...'})"
+
+
+def _step_problems(rec: list, mine: list) -> list[str]:
+    """The differences between the recorded steps and the schedule's, by step."""
+    first = next((i for i, (a, b) in enumerate(zip(rec, mine)) if a != b),
+                 min(len(rec), len(mine)))
+    if len(rec) != len(mine):
+        head = (f"derivation.steps: the certificate records {len(rec)} step(s), the schedule "
+                f"has {len(mine)}")
+        if len(rec) < len(mine) and rec[first:] == mine[first + 1:]:
+            return [f"{head}: step {first + 1} of the schedule, {_desc(mine[first])}, is "
+                    "missing from the certificate"]
+        if len(rec) > len(mine) and rec[first + 1:] == mine[first:]:
+            return [f"{head}: the certificate's steps[{first}], {_desc(rec[first])}, is not a "
+                    "step of the schedule"]
+        if first == min(len(rec), len(mine)):
+            more = mine[first:] if len(mine) > len(rec) else rec[first:]
+            whose = "the schedule's" if len(mine) > len(rec) else "the certificate's"
+            return [f"{head}: {whose} steps from {first + 1} on "
+                    f"({', '.join(st['primitive'] for st in more[:5])}"
+                    f"{', ...' if len(more) > 5 else ''}) have no counterpart"]
+        return [f"{head}; they first differ at step {first + 1}: the certificate records "
+                f"{_desc(rec[first])}, the schedule applies {_desc(mine[first])}"]
+    out = []
+    bad = [i for i, (a, b) in enumerate(zip(rec, mine)) if a != b]
+    for i in bad[:5]:
+        a, b = rec[i], mine[i]
+        what = [_key_diff(k, a[k], b[k]) for k in _STEP_KEYS if a[k] != b[k]]
+        out.append(f"derivation.steps[{i}] (step {i + 1}, {b['primitive']}): " +
+                   "; ".join(what))
+    if len(bad) > 5:
+        out.append(f"derivation.steps: {len(bad) - 5} more step(s) differ")
+    return out
+
+
+def _key_diff(key: str, a, b) -> str:
+    def short(t):
+        t = " ".join(str(t).split())
+        return repr(t if len(t) <= 70 else t[:67] + "...")
+
+    if key == "unsafe":
+        return (f"unsafe is {str(a).lower()} in the certificate, {str(b).lower()} in the "
+                "schedule" + (" (the certificate hides an unsafe step)" if b else ""))
+    if key == "call":
+        return "call: the recorded call differs from the schedule's"
+    if key == "result_hash":
+        return "result_hash: the recorded result is not the program this step gives"
+    return f"{key}: the certificate records {short(a)}, the schedule {short(b)}"

@@ -2,7 +2,9 @@
 
 A certificate is a JSON file ``<module>.<proc>.json`` (format ``FORMAT``) holding the
 program (its printed IR and that text's SHA-256), the source file that defines it, tool
-versions, and every obligation of the proof: its kind and name, the isl text of its
+versions, the derivation of a scheduled proc (``ir.derivation.provenance_record``: p1's
+hash and location, every rewrite with its arguments, what it checked and whether it is
+unsafe; null for a proc written directly), and every obligation of the proof: its kind and name, the isl text of its
 conflict set, the isl texts of the ordered sets subtracted from it (each labelled with
 what orders it), the whole obligation as one SMT-LIB2 script (``smtlib.py``: unsat means
 the obligation holds for every size), and the verdicts of isl, Z3 and cvc5.
@@ -20,7 +22,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-FORMAT = "exogpu-certificate/2"
+from ..ir.derivation import provenance_record
+
+#: /3 added ``derivation`` (the schedule p1 -> pN); /2 certificates are refused as outdated
+FORMAT = "exogpu-certificate/3"
 #: the solvers whose ``unsat`` a certificate records for every obligation
 PROOF_SOLVERS = ("z3", "cvc5")
 
@@ -106,6 +111,7 @@ def certificate_data(p, obligations, source: str | None = None) -> dict:
         "program_hash": program_hash(p),
         "program": program_text(p),
         "verdict": "proven",
+        "derivation": provenance_record(p),
         "tools": _versions(),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "obligations": [obligation_record(ob) for ob in obligations],

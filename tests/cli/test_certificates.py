@@ -220,3 +220,60 @@ def test_hopper_gemm_and_pipeline_certificates_recheck(tmp_path, monkeypatch, ca
             "sync_bug_async_transitive.async_transitive_fixed.json"} <= set(names)
     assert main(["--recheck", str(d)]) == 0
     assert f"{len(names)} ok, 0 failed" in capsys.readouterr().out
+
+
+def test_scheduled_proc_certificate_records_and_rechecks_its_derivation(tmp_path, monkeypatch,
+                                                                        capsys):
+    """`--certificates` on a schedule: the scheduled proc's certificate holds its chain,
+    `--recheck` re-runs the module (every step re-checked), compares the chains, replays the
+    record and prints the derivation; a deleted step is named."""
+    from certlib import forge_scheduled
+
+    sched = (ROOT / "tests" / "schedule" / "progs" / "saxpy_sched.py").read_text()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text(sched)  # saxpy runs on the host: only the kernel is proven
+    assert main(["--certificates", "proofs", "--proc", "saxpy_kernel", "k.py"]) == 0
+    assert "derived from saxpy (k.py:10)" in capsys.readouterr().out
+    cert = tmp_path / "proofs" / "k.saxpy_kernel.json"
+    d = json.loads(cert.read_text())["derivation"]
+    line = "derived from saxpy (k.py:10) by 4 checked steps (0 unsafe)"
+    assert d["summary"] == line and d["source"]["file"] == "k.py"
+    assert main(["--recheck", "proofs"]) == 0
+    out = capsys.readouterr().out
+    assert "ok  proofs/k.saxpy_kernel.json" in out and f"          {line}\n" in out
+    assert main(["--recheck", "proofs", "--json"]) == 0
+    [c] = json.loads(capsys.readouterr().out)["certificates"]
+    assert c["derivation"] == line
+    words = forge_scheduled(cert, cert, "deleted_step")
+    assert main(["--recheck", "proofs"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED  proofs/k.saxpy_kernel.json" in out and words in out
+    assert "0 ok, 1 failed" in out and "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_scheduled_hopper_gemm_certificate_rechecks(tmp_path, monkeypatch, capsys):
+    """The 104-step schedule of examples/scheduling: its certificate records the chain from
+    the naive spec, `--recheck` re-runs the schedule, compares and replays it; flipping one
+    step to unsafe is refused."""
+    from certlib import _consistent
+
+    monkeypatch.chdir(ROOT)
+    d = tmp_path / "proofs"
+    assert main(["--certificates", str(d), "--proc", "gemm_tma_wgmma",
+                 "examples/scheduling/gemm_schedule.py"]) == 0
+    capsys.readouterr()
+    cert = d / "gemm_schedule.gemm_tma_wgmma.json"
+    data = json.loads(cert.read_text())
+    dv = data["derivation"]
+    assert dv["source"]["proc"] == "gemm" and len(dv["steps"]) == 104
+    assert dv["summary"].endswith("by 104 checked steps (0 unsafe)")
+    assert {"replace", "stage_mem", "lift_alloc"} <= {s["primitive"] for s in dv["steps"]}
+    assert main(["--recheck", str(d)]) == 0
+    assert dv["summary"] in capsys.readouterr().out
+    k = next(i for i, s in enumerate(dv["steps"]) if s["primitive"] == "lift_alloc")
+    dv["steps"][k]["unsafe"] = True
+    cert.write_text(json.dumps(_consistent(data)))
+    assert main(["--recheck", str(d)]) == 1
+    assert f"derivation.steps[{k}] (step {k + 1}, lift_alloc): unsafe is true in the " \
+           "certificate, false in the schedule" in capsys.readouterr().out

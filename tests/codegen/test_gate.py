@@ -88,3 +88,31 @@ def test_certificate_of_another_program_is_stale(tmp_path):
         generate(p, proof_dir=str(tmp_path))
     assert "stale certificate: vec_copy changed since it was proven" in \
         e.value.diagnostic.message
+
+
+@waiting
+def test_gate_checks_the_derivation_of_a_scheduled_proc(tmp_path):
+    """A scheduled proc's header says where it comes from; a certificate whose chain was
+    tampered with (an unsafe flag flipped) is refused like --recheck refuses it."""
+    from types import SimpleNamespace
+
+    from certlib import forge_scheduled
+    from testlib import load_prog
+
+    from exogpu_verify.api import verify
+    from exogpu_verify.ir.derivation import derivation
+    from exogpu_verify.symbolic.certificates import write_certificate
+
+    p = load_prog("schedule/progs/saxpy_sched.py").saxpy_kernel
+    r = verify(p)
+    path = write_certificate(p, SimpleNamespace(verdict="proven",
+                                                obligations=r.extra["obligations"]), tmp_path)
+    g = generate(p, proof_dir=str(tmp_path))
+    assert g.gate.checked
+    line = derivation(p)
+    assert line.endswith("by 4 checked steps (0 unsafe)")
+    assert f"// {line}" in g.source.splitlines()[:8]
+    words = forge_scheduled(path, path, "flipped_unsafe")
+    with pytest.raises(ExoGpuError) as e:
+        generate(p, proof_dir=str(tmp_path))
+    assert e.value.kind == "usage" and words in e.value.diagnostic.message

@@ -89,14 +89,38 @@ def test_recheck_provenance():
     rec = json.loads(json.dumps(provenance_record(M.saxpy_kernel)))
     assert recheck_provenance(M.saxpy_kernel, rec) == []
     assert recheck_provenance(M.saxpy, None) == []
-    assert "records no provenance" in recheck_provenance(M.saxpy_kernel, None)[0]
+    assert "the certificate does not record its schedule" in \
+        recheck_provenance(M.saxpy_kernel, None)[0]
+    assert "but saxpy is written directly" in recheck_provenance(M.saxpy, rec)[0]
     bad = json.loads(json.dumps(rec))
     bad["steps"][1]["unsafe"] = True
     assert recheck_provenance(M.saxpy_kernel, bad) == [
-        "step 2 (wrap_with_context): the recorded unsafe differs"]
+        "derivation.steps[1] (step 2, wrap_with_context): unsafe is true in the certificate, "
+        "false in the schedule"]
     bad = json.loads(json.dumps(rec))
     del bad["steps"][-1]
-    assert "records 3 steps, the schedule has 4" in recheck_provenance(M.saxpy_kernel, bad)[0]
+    assert recheck_provenance(M.saxpy_kernel, bad) == [
+        "derivation.steps: the certificate records 3 step(s), the schedule has 4: step 4 of "
+        "the schedule, rename('saxpy_kernel'), is missing from the certificate"]
+    bad = json.loads(json.dumps(rec))
+    bad["steps"][0], bad["steps"][1] = bad["steps"][1], bad["steps"][0]
+    probs = recheck_provenance(M.saxpy_kernel, bad)
+    assert len(probs) == 2 and probs[0].startswith(
+        "derivation.steps[0] (step 1, divide_loop): primitive: the certificate records "
+        "'wrap_with_context', the schedule 'divide_loop'; args: ")
+
+
+def test_recheck_provenance_unsafe_step_hidden():
+    from exogpu_verify.schedule import recheck_provenance
+
+    p = M.schedule(unsafe=True)
+    rec = json.loads(json.dumps(provenance_record(p)))
+    assert recheck_provenance(p, rec) == []
+    k = next(i for i, s in enumerate(rec["steps"]) if s["unsafe"])
+    rec["steps"][k]["unsafe"] = False
+    assert recheck_provenance(p, rec) == [
+        f"derivation.steps[{k}] (step {k + 1}, add_if): unsafe is false in the certificate, "
+        "true in the schedule (the certificate hides an unsafe step)"]
 
 
 def test_exogpu_verify_prints_the_derivation():
