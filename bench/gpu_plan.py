@@ -3,51 +3,59 @@
 * ``discover()``: every kernel with a GPU path: the variants of each ``specs/*.py`` (its
   ``VARIANTS`` dict, else its module-level procs; ``UNPROVEN`` ones too, built unchecked and
   labelled), the examples whose code generates (certified here when proven), and the
-  backend's own test kernels (unchecked). Each gets a ``Recipe`` from ``RECIPES``: what the
-  kernel computes (the device side's op), which arrays are inputs and outputs, and sizes.
+  backend's own test kernels (unchecked). Modules are imported with the checker's own loader
+  (``exogpu_verify.loader``), as ``exogpu-verify`` does. Each case gets a ``Recipe`` from
+  ``RECIPES``: what the kernel computes (the device side's op), which arrays are outputs, and
+  its size rules.
 * sizes are derived from the proc's ``assert``s (``moduli``): the smallest allowed, a
   non-square one, one whose K loop wraps the SMEM ring many times, one run on 3 CTAs so each
-  runs several tasks, the largest the runtime's 32-bit element limit allows, benchmark
-  sizes; every one is re-checked against the asserts (``eval_ctl``).
-* ``build_bundle()``: compiles everything (nvcc, sm_90a, through the proof gate), checks
-  codegen health, and writes the bundle the device run reads: ``manifest.json``, stripped
-  ``lib/*.so`` and ``src/*.cu`` (rebuilt on the device with the recorded nvcc command if a
-  library does not load there).
+  runs several tasks, the largest the generated code's 32-bit element limit allows,
+  benchmark sizes; every one is re-checked against the asserts (``allowed``), and the
+  sanitizer's size must wrap every ring twice and give each CTA two tasks (``case_sizes``).
+* ``build_bundle()``: the proof gate's re-check of each certificate, one proc at a time
+  with a generous time limit (a loaded machine must not turn a proof into ``unknown``), then
+  nvcc (sm_90a) in parallel, codegen health (``exogpu_codegen.health``), and the bundle the
+  device run reads: ``manifest.json``, stripped ``lib/*.so``, their ``src/*.cu`` (rebuilt
+  there with the recorded nvcc command if a library does not load) and ``runner/`` (the
+  device-side scripts and ``launch.py``: no checker, no islpy, z3 or cvc5).
 * ``carried_bytes()`` and ``estimate()``: what travels to the device and how long the run
   takes there, printed by ``--dry-run`` and checked against the device tool's limits.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
 import shutil
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "bench"
 LIMIT = 2**31 - 1            # elements per array: the generated code's 32-bit indices
 MAX_BYTES = 12 << 30         # per size: all arrays together (keeps the largest cases quick)
 CARRY_LIMIT = 64 << 20       # the device tool's working tree + carried paths
 DEVICE_BUDGET_S = 480        # the whole device run (one rerun fits the 15-minute lease)
+GATE_TIMEOUT_S = 900.0       # per proc: re-deriving and re-deciding its obligations
+RUNNER = ("gpu_run.py", "gpu_device.py", "gpu_timing.py", "gpu_report.py")
+FORMAT = 2                   # of manifest.json; the runner refuses another
 
 
 # ---------------------------------------------------------------- recipes
 @dataclass(frozen=True)
 class Recipe:
-    """How the device side runs a kernel: ``op`` names the reference (``gpu_device.OPS``);
-    ``outputs`` are pre-filled with NaN and compared; ``inout`` are random inputs that are
-    also compared; ``scalars`` give by-value parameters; ``family`` groups variants for the
-    sanitizer and the plot; ``sizes`` is a ``SIZE_RULES`` key; ``tensor_cores`` marks f32
-    inputs that run as tf32; ``timed`` says whether it is benchmarked; ``largest`` whether
-    the largest sizes run (not for kernels with one task or tiny CTAs: they would take
-    seconds there)."""
+    """How the device side runs a kernel: ``op`` names the reference
+    (``gpu_device.reference_chunks``); ``outputs`` are pre-filled with NaN and compared;
+    ``inout`` are random inputs that are also compared; ``scalars`` give by-value
+    parameters; ``reduction`` names the size summed over (tolerances grow with it);
+    ``family`` groups variants for the sanitizer and the plot; ``sizes`` is a
+    ``SIZE_RULES`` key; ``tensor_cores`` marks f32 inputs that run as tf32; ``timed`` says
+    whether it is benchmarked; ``largest`` whether the largest sizes run (not for kernels with
+    one task or tiny CTAs: they would take seconds there)."""
 
     op: str
     outputs: tuple[str, ...]
@@ -55,15 +63,18 @@ class Recipe:
     scalars: tuple[tuple[str, float], ...] = ()
     sizes: str = ""
     family: str = ""
+    reduction: str | None = None
     tensor_cores: bool = False
     timed: bool = False
-    largest: bool = True           # run the largest size the 32-bit limit allows
+    largest: bool = True
 
 
-GEMM = Recipe("gemm_abt", ("C",), sizes="gemm", family="gemm", tensor_cores=True, timed=True)
+GEMM = Recipe("gemm_abt", ("C",), sizes="gemm", family="gemm", reduction="K",
+              tensor_cores=True, timed=True)
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("specs/gemm.py", "*"): GEMM,
-    ("specs/gemv.py", "*"): Recipe("gemv", ("y",), sizes="gemv", family="gemv", timed=True),
+    ("specs/gemv.py", "*"): Recipe("gemv", ("y",), sizes="gemv", family="gemv",
+                                   reduction="K", timed=True),
     ("specs/vec_copy.py", "vec_copy"): Recipe("copy", ("B",), sizes="n", family="copy",
                                               timed=True),
     ("specs/saxpy.py", "saxpy"): Recipe("saxpy", (), ("y",), (("a", 1.5),), "n", "saxpy",
@@ -71,16 +82,24 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("specs/transpose_smem.py", "transpose_smem"): Recipe("transpose", ("B",), sizes="mn",
                                                           family="transpose", timed=True),
     ("specs/matmul_smem.py", "matmul_smem"): Recipe("matmul", ("C",), sizes="small_mnk",
-                                                    family="matmul_smem", timed=True),
+                                                    family="matmul_smem", reduction="K",
+                                                    timed=True),
     ("examples/vec_copy_threads.py", "vec_copy_threads"): Recipe(
         "copy", ("B",), sizes="n", family="examples", largest=False),
     ("examples/tmp_per_thread.py", "tmp_per_thread"): Recipe(
         "copy", ("B",), sizes="n", family="examples", largest=False),
     ("examples/scheduling/matmul_schedule.py", "matmul_kernel"): Recipe(
-        "matmul", ("C",), sizes="small_mnk", family="examples", largest=False),
+        "matmul", ("C",), sizes="small_mnk", family="examples", reduction="K", largest=False),
+    ("examples/scheduling/gemm_schedule.py", "*"): Recipe(
+        "gemm_abt", ("C",), sizes="gemm", family="examples", reduction="K",
+        tensor_cores=True, largest=False),
+    ("examples/scheduling/gemm_library_schedule.py", "*"): Recipe(
+        "gemm_abt", ("C",), sizes="gemm", family="examples", reduction="K",
+        tensor_cores=True, largest=False),
     # the backend's own test kernels (tests/codegen/progs, tests/analysis/progs): unchecked
     ("tests/analysis/progs/hopper_gemm.py", "gemm_tile"): Recipe(
-        "gemm_abt", ("C",), sizes="gemm", family="backend", tensor_cores=True, largest=False),
+        "gemm_abt", ("C",), sizes="gemm", family="backend", reduction="K", tensor_cores=True,
+        largest=False),
     ("tests/codegen/progs/codegen_progs.py", "cp_async_copy"): Recipe(
         "copy", ("B",), sizes="n", family="backend", largest=False),
     ("tests/codegen/progs/codegen_progs.py", "mbar_pingpong"): Recipe(
@@ -90,7 +109,8 @@ RECIPES: dict[tuple[str, str], Recipe] = {
     ("tests/codegen/progs/codegen_progs.py", "cluster_multicast"): Recipe(
         "multicast", ("C",), sizes="tk", family="backend", largest=False),
     ("tests/codegen/progs/codegen_progs.py", "warp_mma"): Recipe(
-        "matmul", ("C",), sizes="m", family="backend", tensor_cores=True, largest=False),
+        "matmul", ("C",), sizes="m", family="backend", reduction="K", tensor_cores=True,
+        largest=False),
 }
 #: modules scanned besides specs/ (examples: every module-level proc whose code generates)
 EXAMPLE_GLOBS = ("examples/*.py", "examples/scheduling/*.py")
@@ -112,21 +132,18 @@ class Case:
 
 
 def load_module(rel: str):
-    path = ROOT / rel
-    name = "gpu_plan__" + "__".join(Path(rel).with_suffix("").parts)
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
+    """A repository module imported by the checker's loader (its folder on ``sys.path``
+    while it runs, as ``exogpu-verify`` does)."""
+    from exogpu_verify.loader import load_module as load
+    mod, diag = load(ROOT / rel)
+    if mod is None:
+        raise ImportError(f"{rel}: {diag.message}")
     return mod
 
 
 def _module_procs(mod) -> dict:
-    from exogpu_verify.ir import nodes as N
-    return {k: v for k, v in vars(mod).items()
-            if isinstance(v, N.Procedure) and not v.is_instr and v.module is vars(mod)}
+    from exogpu_verify.loader import module_bindings
+    return dict(module_bindings(mod))
 
 
 def _has_kernel(p) -> bool:
@@ -145,69 +162,81 @@ def recipe_for(rel: str, name: str) -> Recipe:
 
 
 def discover(with_examples: bool = True, with_backend: bool = True,
-             proof_dir: Path | None = None, work: Path | None = None) -> list[Case]:
+             proof_dir: Path | None = None, work: Path | None = None, log=print,
+             certify: bool = True) -> list[Case]:
     """Every case the device run covers (see the module docstring). Examples are verified
-    here and get a certificate in ``work/proofs`` when proven."""
+    here and get a certificate in ``work/proofs`` when proven (``certify``; else they are
+    only found, e.g. to run their sequential meaning)."""
     cases: list[Case] = []
     for path in sorted((ROOT / "specs").glob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         mod = load_module(rel)
         procs = dict(getattr(mod, "VARIANTS", None) or _module_procs(mod))
         for n, p in procs.items():
-            cases.append(Case(n, rel, p, recipe_for(rel, n), "certificate", "specs",
-                              str(proof_dir or ROOT / "proofs")))
+            if _has_kernel(p):
+                cases.append(Case(p.name, rel, p, recipe_for(rel, p.name), "certificate",
+                                  "specs", str(proof_dir or ROOT / "proofs")))
         for n, p in (getattr(mod, "UNPROVEN", None) or {}).items():
-            cases.append(Case(n, rel, p, recipe_for(rel, n),
+            cases.append(Case(p.name, rel, p, recipe_for(rel, p.name),
                               "unchecked: in UNPROVEN (checked concretely, not proven)",
                               "specs"))
     if with_examples:
-        cases += _examples(work)
+        cases += _examples(work or HERE / ".gpu_work", log, certify)
     if with_backend:
         for rel, n in BACKEND_CASES:
             p = getattr(load_module(rel), n)
             cases.append(Case(n, rel, p, recipe_for(rel, n),
                               "unchecked: a backend test kernel", "backend"))
     names = [c.name for c in cases]
-    dup = {n for n in names if names.count(n) > 1}
     for c in cases:
-        if c.name in dup:
+        if names.count(c.name) > 1:
             c.name = Path(c.source).stem + "." + c.name
     return cases
 
 
-def _examples(work: Path | None) -> list[Case]:
+def _examples(work: Path, log, certify: bool = True) -> list[Case]:
+    """The examples' procs with a GPU path: a kernel whose code generates (the paper's
+    placeholder instructions have none); proven ones are certified into ``work/proofs`` and
+    go through the gate, ``unknown`` ones run unchecked (labelled), refuted ones not at all."""
+    from types import SimpleNamespace
+
     from exogpu_codegen import generate
     from exogpu_verify import ExoGpuError, verify
     from exogpu_verify.symbolic.certificates import write_certificate
-    from types import SimpleNamespace
 
     out = []
-    pdir = (work or ROOT / "bench" / ".gpu_work") / "proofs"
+    pdir = work / "proofs"
     for pattern in EXAMPLE_GLOBS:
         for path in sorted(ROOT.glob(pattern)):
             rel = path.relative_to(ROOT).as_posix()
             try:
                 mod = load_module(rel)
-            except Exception:  # noqa: BLE001 - an example that does not import has no GPU path
-                continue
-            for p in {id(p): p for p in _module_procs(mod).values()}.values():
-                n = p.name
+            except ImportError:
+                continue                    # an example that does not import has no GPU path
+            for p in _module_procs(mod).values():
                 if not _has_kernel(p):
                     continue
                 try:
                     generate(p, unchecked=True)
                 except ExoGpuError:
-                    continue            # placeholder instructions: no code (docs/codegen.md)
-                r = verify(p)
+                    continue                # placeholder instructions: no code (docs/codegen.md)
+                recipe = recipe_for(rel, p.name)
+                if not certify:
+                    out.append(Case(p.name, rel, p, recipe, "unchecked: not verified here",
+                                    "examples"))
+                    continue
+                r = verify(p, mode="symbolic", timeout_s=GATE_TIMEOUT_S)
                 if r.verdict == "proven" and "obligations" in r.extra:
                     write_certificate(p, SimpleNamespace(verdict="proven",
                                                          obligations=r.extra["obligations"]),
                                       pdir)
-                    out.append(Case(n, rel, p, recipe_for(rel, n), "certificate", "examples",
+                    out.append(Case(p.name, rel, p, recipe, "certificate", "examples",
                                     str(pdir)))
-                elif r.ok:
-                    out.append(Case(n, rel, p, recipe_for(rel, n),
-                                    f"unchecked: {r.verdict} (not proven)", "examples"))
+                elif r.verdict == "refuted":
+                    log(f"  {rel}::{p.name} is refuted: not run")
+                else:
+                    out.append(Case(p.name, rel, p, recipe,
+                                    f"unchecked: {r.verdict} ({r.reason})", "examples"))
     return out
 
 
@@ -287,9 +316,9 @@ def _gemm_sizes(d: dict, p) -> dict:
     correct.append({"M": dM, "N": dN, "K": _down(min(LIMIT // n_max, 1 << 22), dK),
                     "largest": "K"})
     # squares, and the skinny shapes split-K is for (issue 13's goals)
-    time = [{"M": s, "N": s, "K": s} for s in (2048, 4096, 6144, 8192)] + \
+    timing = [{"M": s, "N": s, "K": s} for s in (2048, 4096, 6144, 8192)] + \
         [{"M": m, "N": 1536, "K": 65536} for m in (256, 512, 1024, 2048, 4096)]
-    return {"correct": correct, "time": time,
+    return {"correct": correct, "time": timing,
             "sanitize": {"M": 2 * dM, "N": 2 * dN, "K": 16 * dK, "grid": 2}}
 
 
@@ -342,9 +371,14 @@ def _m_sizes(d: dict, p) -> dict:
 
 
 def _tk_sizes(d: dict, p) -> dict:
-    return {"correct": [{"T": 2, "K": 1}, {"T": 6, "K": 3}, {"T": 64, "K": 2, "grid": 4},
-                        {"T": 264, "K": 16}],
-            "time": [], "sanitize": {"T": 8, "K": 4, "grid": 2}}
+    dT, dK = d["T"], d["K"]
+    return {"correct": [{"T": dT, "K": dK}, {"T": 6 * dT, "K": 3 * dK},
+                        {"T": 64 * dT, "K": 2 * dK, "grid": 4}, {"T": 264 * dT, "K": 16 * dK}],
+            "time": [], "sanitize": {"T": 8 * dT, "K": 4 * dK, "grid": 2}}
+
+
+SIZE_RULES = {"gemm": _gemm_sizes, "gemv": _gemv_sizes, "n": _n_sizes, "n1": _n1_sizes,
+              "mn": _mn_sizes, "small_mnk": _small_mnk_sizes, "m": _m_sizes, "tk": _tk_sizes}
 
 
 def task_count(p, sizes: dict) -> int:
@@ -386,23 +420,21 @@ def ring_wraps(p, sizes: dict) -> float | None:
     return out
 
 
-SIZE_RULES = {"gemm": _gemm_sizes, "gemv": _gemv_sizes, "n": _n_sizes, "n1": _n1_sizes,
-              "mn": _mn_sizes,
-              "small_mnk": _small_mnk_sizes, "m": _m_sizes, "tk": _tk_sizes}
-
-
 def case_sizes(c: Case) -> dict:
     """The sizes of every phase, each allowed by the proc's asserts (others are dropped and
-    noted in ``c.notes``)."""
+    noted in ``c.notes``); raises ``ValueError`` when the sanitizer's size is not allowed or
+    misses its purpose (each CTA reuses its barriers and ring phases for a second task, and
+    each SMEM ring wraps at least twice)."""
     p = c.proc
-    plan = SIZE_RULES[c.recipe.sizes](moduli(p), p)
+    mod = moduli(p)
+    plan = SIZE_RULES[c.recipe.sizes](mod, p)
     out = {}
     for phase in ("correct", "time"):
         keep = []
         for s in plan[phase]:
             if "largest" in s and not c.recipe.largest:
                 continue
-            sz = {k: v for k, v in s.items() if k in moduli(p)}
+            sz = {k: v for k, v in s.items() if k in mod}
             why = allowed(p, sz)
             if why is None:
                 keep.append(s)
@@ -410,12 +442,10 @@ def case_sizes(c: Case) -> dict:
                 c.notes.append(f"{phase} size {sz} dropped: {why}")
         out[phase] = keep
     s = plan["sanitize"]
-    sz = {k: v for k, v in s.items() if k in moduli(p)}
+    sz = {k: v for k, v in s.items() if k in mod}
     why = allowed(p, sz)
     if why is not None:
         raise ValueError(f"{c.name}: sanitizer size {s} is not allowed: {why}")
-    # what the sanitizer runs are for: each CTA reuses its barriers and ring phases for a
-    # second task, and each SMEM ring is wrapped at least twice
     tasks, wraps = task_count(p, sz), ring_wraps(p, sz)
     if s.get("grid") and tasks < 2 * s["grid"]:
         raise ValueError(f"{c.name}: sanitizer size {s}: {tasks} tasks for {s['grid']} CTAs")
@@ -427,26 +457,6 @@ def case_sizes(c: Case) -> dict:
     return out
 
 
-# ---------------------------------------------------------------- tolerances
-def tolerance(c: Case) -> float:
-    """Relative error ``||out - ref|| / ||ref||`` allowed: 0 for copies; the reference is
-    computed in float64 from the exact (rounded) inputs, so what remains is f32 accumulation,
-    tf32 operand rounding on tensor cores, or the rounding of a 16-bit output."""
-    r, p = c.recipe, c.proc
-    if r.op in ("copy", "transpose", "multicast"):
-        return 0.0
-    dts = {q.name: q.type.scalar.name for q in p.params if q.is_data}
-    if r.op in ("gemm_abt", "matmul") and r.tensor_cores:
-        if any(dts[o] in ("bf16", "f16") for o in r.outputs):
-            return 8e-3                    # a bf16 output: 2^-9 relative rounding
-        if dts.get("A") == "f32":
-            return 3e-3                    # tf32 operands (10-bit mantissa, may truncate)
-        return 1e-4                        # bf16 operands are exact in the reference
-    if r.op in ("gemm_abt", "matmul", "gemv"):
-        return 1e-5                        # f32 FFMA accumulation
-    return 1e-6                            # f32 elementwise
-
-
 # ---------------------------------------------------------------- build
 def _strip(src: Path, dst: Path) -> None:
     shutil.copyfile(src, dst)
@@ -455,28 +465,35 @@ def _strip(src: Path, dst: Path) -> None:
         subprocess.run([strip, "--strip-unneeded", str(dst)], capture_output=True, timeout=120)
 
 
-def build_case(c: Case, bundle: Path) -> dict:
-    """Compile one case (through the gate unless unchecked), check health, copy the stripped
-    library and its source into the bundle; the manifest entry."""
-    from exogpu_codegen import compile
-    from exogpu_codegen.build import find_nvcc, nvcc_command
+def gate_check(c: Case) -> str:
+    """The proof gate's re-check of ``c``'s certificate with ``GATE_TIMEOUT_S`` (the gate
+    inside ``compile`` then reuses this derivation); raises ``RuntimeError`` on a refusal.
+    Returns what was checked."""
+    from exogpu_verify.recheck import recheck_certificate
+    from exogpu_verify.symbolic.certificates import cert_name
 
+    path = Path(c.proof_dir) / cert_name(c.proc)
+    if not path.exists():
+        raise RuntimeError(f"no certificate {path} for {c.name}")
     t0 = time.perf_counter()
-    sizes = case_sizes(c)                 # before the build: a bad size rule fails at once
-    unchecked = c.gate != "certificate"
-    k = compile(c.proc, unchecked=unchecked, proof_dir=c.proof_dir, health="warn")
-    lib = bundle / "lib" / f"{c.name}.so"
-    cu = bundle / "src" / f"{c.name}.cu"
-    _strip(k.build.library, lib)
-    shutil.copyfile(k.build.source, cu)
-    h = k.health
-    p = c.proc
+    r = recheck_certificate(path, c.proc, timeout_s=GATE_TIMEOUT_S)
+    if not r.ok:
+        raise RuntimeError(f"the certificate {path} of {c.name} is rejected: "
+                           + "; ".join(r.problems[:4]))
+    return f"{path.name}: {r.obligations} obligations re-decided ({time.perf_counter() - t0:.0f} s)"
+
+
+def manifest_entry(c: Case, k, sizes: dict) -> dict:
+    """What the device side knows of case ``c`` compiled as ``k`` (a ``Kernel``)."""
+    from exogpu_codegen.build import find_nvcc, nvcc_command, nvcc_version
+
+    p, h = c.proc, k.health
     return {
         "name": c.name, "source": c.source, "proc": p.name, "group": c.group,
         "family": c.recipe.family or c.group, "op": c.recipe.op, "gate": c.gate,
         "outputs": list(c.recipe.outputs), "inout": list(c.recipe.inout),
         "scalars": dict(c.recipe.scalars), "timed": c.recipe.timed,
-        "tensor_cores": c.recipe.tensor_cores, "tolerance": tolerance(c),
+        "tensor_cores": c.recipe.tensor_cores, "reduction": c.recipe.reduction,
         "lib": f"lib/{c.name}.so", "cu": f"src/{c.name}.cu",
         "entry": k.generated.entry, "params": [list(x) for x in k.generated.params],
         "arrays": {q.name: {"dtype": q.type.scalar.name, "shape": shapes(p)[q.name]}
@@ -488,29 +505,48 @@ def build_case(c: Case, bundle: Path) -> dict:
         "health": {"ok": h.ok, "sass_checked": h.sass_checked, "note": h.note,
                    "issues": [f"{i.kind}: {i.message}" for i in h.issues],
                    "sass": {n: s.to_json() for n, s in h.sass.items()}},
-        "build_seconds": round(time.perf_counter() - t0, 1), "cached": k.build.cached,
+        "proof": k.generated.gate.note,
+        "cached": k.build.cached,
         "nvcc": nvcc_command("nvcc", k.generated.arch, Path("SRC.cu"), Path("OUT.so"))[1:],
-        "nvcc_version": _nvcc_version(find_nvcc()), "notes": list(c.notes),
+        "nvcc_version": (nvcc_version(find_nvcc()).splitlines() or ["?"])[-1],
+        "notes": list(c.notes),
     }
 
 
-def _nvcc_version(nvcc: str) -> str:
-    from exogpu_codegen.build import nvcc_version
-    lines = nvcc_version(nvcc).splitlines()
-    return lines[-1] if lines else "?"
+def build_case(c: Case, bundle: Path | None = None) -> dict:
+    """Compile one case (through the gate unless unchecked; ``gate_check`` first), check its
+    health, copy the stripped library and its source into ``bundle``; the manifest entry."""
+    from exogpu_codegen import compile
+
+    t0 = time.perf_counter()
+    sizes = case_sizes(c)                 # before the build: a bad size rule fails at once
+    k = compile(c.proc, unchecked=c.gate != "certificate", proof_dir=c.proof_dir,
+                health="warn")
+    e = manifest_entry(c, k, sizes)
+    e["build_seconds"] = round(time.perf_counter() - t0, 1)
+    if bundle is not None:
+        _strip(k.build.library, bundle / e["lib"])
+        shutil.copyfile(k.build.source, bundle / e["cu"])
+    e["kernel"] = k                        # dropped before the manifest is written
+    return e
 
 
 def build_bundle(bundle: Path, cases: list[Case], jobs: int = 2, log=print) -> dict:
-    """Build every case into ``bundle`` (replaced) and write ``bundle/manifest.json``."""
+    """Build every case into ``bundle`` (replaced) and write ``bundle/manifest.json``: the
+    gates one at a time here, nvcc in ``jobs`` threads as each gate passes."""
     if bundle.exists():
         shutil.rmtree(bundle)
-    (bundle / "lib").mkdir(parents=True)
-    (bundle / "src").mkdir()
+    for d in ("lib", "src", "runner"):
+        (bundle / d).mkdir(parents=True)
+    for f in RUNNER:
+        shutil.copyfile(HERE / f, bundle / "runner" / f)
+    shutil.copyfile(ROOT / "exogpu_codegen" / "launch.py", bundle / "runner" / "launch.py")
     entries, failures = [], []
 
     def one(c):
         try:
             e = build_case(c, bundle)
+            e.pop("kernel")
             res = ", ".join(_res(r) for r in e["resources"]) or "host only"
             bad = "" if e["health"]["ok"] else " UNHEALTHY: " + "; ".join(e["health"]["issues"])
             log(f"  built {c.name}: {res}{bad} ({e['build_seconds']} s"
@@ -520,11 +556,24 @@ def build_bundle(bundle: Path, cases: list[Case], jobs: int = 2, log=print) -> d
             log(f"  FAILED {c.name}: {type(ex).__name__}: {str(ex)[:400]}")
             return None, {"name": c.name, "error": f"{type(ex).__name__}: {ex}"}
 
+    futures = []
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as ex:
-        for e, f in ex.map(one, cases):
-            (entries.append(e) if e else failures.append(f))
-    manifest = {"format": 1, "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        for c in cases:
+            if c.gate == "certificate":
+                try:
+                    log(f"  gate {c.name}: {gate_check(c)}")
+                except Exception as e:  # noqa: BLE001 - reported as a build failure
+                    log(f"  FAILED {c.name}: {e}")
+                    failures.append({"name": c.name, "error": str(e)})
+                    continue
+            futures.append(ex.submit(one, c))
+        for f in futures:
+            e, fail = f.result()
+            (entries.append(e) if e else failures.append(fail))
+    manifest = {"format": FORMAT,
+                "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                 "commit": _git(["rev-parse", "--short", "HEAD"]),
+                "dirty": bool(_git(["status", "--porcelain", "--untracked-files=no"])),
                 "host": f"{os.uname().nodename} {os.uname().machine}",
                 "cases": entries, "build_failures": failures}
     (bundle / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -532,9 +581,8 @@ def build_bundle(bundle: Path, cases: list[Case], jobs: int = 2, log=print) -> d
 
 
 def _res(r: dict) -> str:
-    s = f"{r['registers']} regs, {r['stack_bytes']} B stack, " \
+    return f"{r['registers']} regs, {r['stack_bytes']} B stack, " \
         f"{r['spill_stores'] + r['spill_loads']} B spilled"
-    return s
 
 
 def _git(args: list[str]) -> str:
@@ -548,7 +596,7 @@ def _git(args: list[str]) -> str:
 # ---------------------------------------------------------------- what travels, how long
 def carried_bytes(bundle: Path, root: Path = ROOT) -> dict:
     """Bytes the device tool sends: the files git tracks or would track (not ignored) in
-    ``root``, plus the carried bundle."""
+    ``root``, plus the carried bundle (git-ignored)."""
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                          cwd=root, capture_output=True, timeout=60).stdout.split(b"\0")
     tree = 0
@@ -561,16 +609,19 @@ def carried_bytes(bundle: Path, root: Path = ROOT) -> dict:
     return {"tree": tree, "bundle": carried, "total": tree + carried, "limit": CARRY_LIMIT}
 
 
-#: assumed device rates for the estimate (pessimistic: about half of what H200 does)
-RATE = {"tensor_flops": 300e12, "ffma_flops": 20e12, "bytes": 2.0e12, "ref_flops": 20e12}
+#: assumed costs on the device (not measured there yet: no GPU has run this): rates about
+#: half of an H200's, Python start-up with PyTorch, compute-sanitizer's per-run overhead
+COST = {"tensor_flops": 300e12, "ffma_flops": 20e12, "bytes": 2.0e12, "ref_flops": 20e12,
+        "child_start_s": 8.0, "per_run_s": 0.3, "sanitizer_run_s": 15.0, "probe_s": 20.0,
+        "libcheck_s": 5.0, "ceilings_s": 25.0, "report_s": 10.0}
 
 
 def _work(e: dict, sz: dict) -> tuple[float, float]:
     """(flops, bytes) of one run of case ``e`` at sizes ``sz``."""
     nbytes = 0
     for a in e["arrays"].values():
-        n = math.prod(eval_shape(x, sz) for x in a["shape"])
-        nbytes += n * {"bf16": 2, "f16": 2}.get(a["dtype"], 4)
+        nbytes += math.prod(eval_shape(x, sz) for x in a["shape"]) * \
+            {"bf16": 2, "f16": 2}.get(a["dtype"], 4)
     flops = 0.0
     if e["op"] in ("gemm_abt", "matmul"):
         flops = 2.0 * sz["M"] * sz["N"] * sz.get("K", 8)
@@ -579,31 +630,39 @@ def _work(e: dict, sz: dict) -> tuple[float, float]:
     return flops, nbytes
 
 
-def estimate(manifest: dict, rounds: int = 60, sanitizer_jobs: int = 4) -> dict:
-    """Seconds per phase of the device run (``gpu_run.py --device``), pessimistic."""
+def estimate(manifest: dict, rounds: int = 60, correct_jobs: int = 3,
+             sanitizer_jobs: int = 6) -> dict:
+    """Seconds per phase of the device run (``gpu_run.py --device``) from ``COST``."""
     cases = manifest["cases"]
-    est = {"start (probe, library check, 3 framework imports)": 25.0, "ceilings": 10.0}
+    C = COST
+    est = {"probe and library check": C["probe_s"] + C["libcheck_s"],
+           "ceilings (before and after timing)": 2 * C["ceilings_s"]}
     corr = 0.0
     for e in cases:
+        corr += C["child_start_s"]
         for sz in e["sizes"]["correct"]:
             fl, by = _work(e, sz)
-            rate = RATE["tensor_flops"] if e["tensor_cores"] else RATE["ffma_flops"]
-            corr += 0.2 + fl / rate + fl / RATE["ref_flops"] + 6 * by / RATE["bytes"]
+            rate = C["tensor_flops"] if e["tensor_cores"] else C["ffma_flops"]
+            t = fl / rate + by / C["bytes"]
             if sz.get("grid"):                      # few CTAs: a fraction of the chip
-                corr += 132 / sz["grid"] * (fl / rate + by / RATE["bytes"])
-    est["correctness"] = corr
-    san = 3 * len(cases) * 7.0 / sanitizer_jobs
-    est["sanitizer (racecheck, synccheck, memcheck)"] = san
-    tim = 0.0
+                t *= 132 / sz["grid"]
+            corr += C["per_run_s"] + t + fl / C["ref_flops"] + 6 * by / C["bytes"]
+    corr /= correct_jobs
+    san = 3 * len(cases) * C["sanitizer_run_s"] / sanitizer_jobs
+    est[f"correctness ({correct_jobs} at a time) alongside the sanitizer ({sanitizer_jobs} "
+        "at a time)"] = max(corr, san)
+    tim = C["child_start_s"]
     for e in cases:
         if not e["timed"]:
             continue
         for sz in e["sizes"]["time"]:
             fl, by = _work(e, sz)
-            rate = RATE["tensor_flops"] if e["tensor_cores"] else RATE["ffma_flops"]
-            t = max(fl / rate, by / RATE["bytes"]) + 0.2e-3        # + flush and overhead
-            tim += 2 * (rounds + 5) * t + 0.5 + 2 * by / RATE["bytes"]   # ours + baseline
+            rate = C["tensor_flops"] if e["tensor_cores"] else C["ffma_flops"]
+            t = max(fl / rate, by / C["bytes"]) + 0.2e-3        # + flush and overhead
+            tim += 2 * (rounds + 5) * t + 0.5 + 2 * by / C["bytes"]   # ours + baseline
     est["timing"] = tim
+    est["reports"] = C["report_s"]
     est["total"] = sum(est.values())
     est["budget"] = DEVICE_BUDGET_S
+    est["_parts"] = {"correctness": corr, "sanitizer": san}
     return est

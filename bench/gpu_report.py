@@ -1,6 +1,7 @@
 """Reports of the GPU run (``bench/gpu_run.py``): ``results.json``, ``RESULTS.md``, a PNG plot,
 the short table printed last on the device, and ``--ingest`` (the device's output folder into
-``bench/RESULTS.md``, ``bench/gpu_results.json``, ``bench/gpu_plot.png``).
+``bench/RESULTS.md``, ``bench/gpu_results.json``, ``bench/gpu_plot.png``). A dry run's
+report (synthetic numbers, no GPU) says so in its first lines and is never ingested.
 
 Every ratio is against numbers from the same run: cuBLAS on the same sizes (interleaved with
 ours) and the ceilings measured first. Goals checked (issue 13): TF32 >= 0.95x cuBLAS and
@@ -18,6 +19,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BEGIN, END = "<!-- gpu_run.py: begin -->", "<!-- gpu_run.py: end -->"
+DRY = "**DRY RUN: synthetic numbers from a machine without a GPU; nothing here was measured.**"
+
+
+def ceiling_text(c: dict) -> str:
+    if "copy_GBps" not in c:
+        return json.dumps(c)[:300]
+    return (f"copy {c['copy_GBps']:.0f} GB/s; " +
+            (f"bf16 8192^3 {c['matmul_TFLOPs']:.0f} TFLOP/s" if "matmul_TFLOPs" in c
+             else c.get("matmul_error", "")))
 
 
 # ---------------------------------------------------------------- timing analysis
@@ -125,17 +135,21 @@ def _sz(s: dict) -> str:
 
 def markdown(res: dict) -> str:
     m, p, ceil = res["meta"], res.get("probe") or {}, res.get("ceilings") or {}
-    L = [BEGIN, "# GPU validation and benchmarks (`bench/gpu_run.py`)", "",
-         f"- Date: {m['date']}; device time {m.get('seconds', '?')} s of a {m['budget_s']:.0f} s "
-         "budget",
-         f"- Machine: {p.get('gpu', '?')}, {p.get('sms', '?')} SMs, L2 {p.get('l2_MiB', '?')} "
-         f"MiB, compute capability {p.get('capability', '?')}",
-         f"- nvidia-smi: `{' / '.join(str(res.get('nvidia_smi', '')).splitlines()[1:2])}`",
-         f"- Software: Python {p.get('python')}, numpy {p.get('numpy')}, torch {p.get('torch')}, "
-         f"cupy {p.get('cupy')}; CUDA {p.get('cuda')}; backend {p.get('backend')}",
-         f"- Command: `{m['command']}`; bundle built {m['bundle_created']} at commit "
-         f"{m['commit']}",
-         f"- Libraries: {res.get('libraries')}", ""]
+    L = [BEGIN, "# GPU validation and benchmarks (`bench/gpu_run.py`)", ""]
+    if m.get("dry_run"):
+        L += [DRY, ""]
+    smi = str(res.get("nvidia_smi", "")).splitlines()
+    L += [f"- Date: {m['date']}; device time {m.get('seconds', '?')} s of a "
+          f"{float(m['budget_s']):.0f} s budget",
+          f"- Machine: {p.get('gpu', '?')}, {p.get('sms', '?')} SMs, L2 {p.get('l2_MiB', '?')} "
+          f"MiB, {p.get('memory_GiB', '?')} GiB, compute capability {p.get('capability', '?')}",
+          f"- nvidia-smi: `{smi[0] if smi else ''}` = `{smi[1] if len(smi) > 1 else ''}`",
+          f"- Software: Python {p.get('python')}, numpy {p.get('numpy')}, torch {p.get('torch')}, "
+          f"cupy {p.get('cupy')}; CUDA {p.get('cuda')}; backend {p.get('backend')}; "
+          f"compute-sanitizer {res.get('compute_sanitizer', '?')}",
+          f"- Command: `{m['command']}`; bundle built {m['bundle_created']} at commit "
+          f"{m['commit']}{' (uncommitted changes)' if m.get('dirty') else ''}",
+          f"- Libraries: {res.get('libraries')}", ""]
     L += ["## Ceilings (measured in this run)", ""]
     after = (res.get("timing") or {}).get("ceilings_after") or {}
     for label, c in (("before", ceil), ("after timing", after)):
@@ -146,23 +160,34 @@ def markdown(res: dict) -> str:
         elif c:
             L.append(f"- {label}: {json.dumps(c)[:300]}")
     L += ["", "## Correctness (random inputs, NaN-filled outputs, float64 reference)", "",
-          "| case | gate | sizes passed | worst rel. error / tolerance | failures |",
-          "|---|---|---:|---|---|"]
+          "Errors: norm-wise `||out - ref|| / ||ref||` and the largest element error in units "
+          "of rms(ref), each against its tolerance (`gpu_device.tolerances`).", "",
+          "| case | gate | sizes passed | worst norm error / tol | worst element error / tol "
+          "| failures |", "|---|---|---:|---|---|---|"]
     cases = {c["name"]: c for c in res["manifest"]["cases"]}
     for name, runs in (res.get("correctness") or {}).items():
         c = cases[name]
         okn = sum(1 for r in runs if r.get("ok"))
-        errs = [o["rel_error"] for r in runs for o in r.get("outputs", {}).values()]
-        worst = max(errs) if errs else float("nan")
+        outs = [(o, r) for r in runs for o in r.get("outputs", {}).values() if "rel_error" in o]
+        wn = max(outs, key=lambda x: x[0]["rel_error"] / max(x[1]["tol_norm"], 1e-300),
+                 default=None)
+        we = max(outs, key=lambda x: x[0]["max_error_rms"] / max(x[1]["tol_elem"], 1e-300),
+                 default=None)
         fails = "; ".join(f"{_sz(c['sizes']['correct'][i])}: {r.get('error') or _outs(r)}"
                           for i, r in enumerate(runs) if not r.get("ok"))[:400]
-        L.append(f"| {name} | {c['gate'].split(':')[0]} | {okn}/{len(runs)} | {worst:.2e} / "
-                 f"{c['tolerance']:.0e} | {fails} |")
-    L += ["", "## compute-sanitizer (2 CTAs, K loop wrapping the ring, several tasks per CTA)", "",
-          "| case | sizes | racecheck | synccheck | memcheck |", "|---|---|---|---|---|"]
+        L.append(f"| {name} | {c['gate'].split(':')[0]} | {okn}/{len(runs)} | "
+                 + (f"{wn[0]['rel_error']:.2e} / {wn[1]['tol_norm']:.1e}" if wn else "-")
+                 + " | "
+                 + (f"{we[0]['max_error_rms']:.2e} / {we[1]['tol_elem']:.1e}" if we else "-")
+                 + f" | {fails} |")
+    L += ["", "## compute-sanitizer (every SMEM ring wrapped twice, two tasks per CTA)", "",
+          "| case | sizes | tasks / CTAs / ring wraps | racecheck | synccheck | memcheck |",
+          "|---|---|---|---|---|---|"]
     for name, t in (res.get("sanitizer") or {}).items():
-        L.append(f"| {name} | {_sz(cases[name]['sizes']['sanitize'])} | " + " | ".join(
-            _san(t.get(x, {})) for x in ("racecheck", "synccheck", "memcheck")) + " |")
+        f = cases[name]["sizes"].get("sanitize_facts", {})
+        L.append(f"| {name} | {_sz(cases[name]['sizes']['sanitize'])} | {f.get('tasks')} / "
+                 f"{f.get('ctas')} / {f.get('ring_wraps')} | " + " | ".join(
+                     _san(t.get(x, {})) for x in ("racecheck", "synccheck", "memcheck")) + " |")
     rs = rows(res)
     L += ["", "## Timing (CUDA events, L2 flushed before each sample, shuffled rounds; medians)",
           "", f"Rounds: {(res.get('timing') or {}).get('rounds')}, framework "
@@ -197,7 +222,9 @@ def markdown(res: dict) -> str:
 
 
 def _outs(r: dict) -> str:
-    return ", ".join(f"{n}: rel {o['rel_error']:.2e}, {o['nonfinite']} non-finite"
+    return ", ".join(f"{n}: " + (o["error"] if "error" in o else
+                                 f"norm {o['rel_error']:.2e}, element {o['max_error_rms']:.2e}"
+                                 f" rms, {o['nonfinite']} non-finite, {o['compared']} compared")
                      for n, o in r.get("outputs", {}).items() if not o["ok"])
 
 
@@ -210,7 +237,8 @@ def _san(r: dict) -> str:
 
 def short_table(res: dict) -> str:
     """The last thing printed on the device: one line per case."""
-    out = ["", f"{'case':45s} {'correct':>8s} {'race/sync/mem':>14s} {'best rate':>14s} "
+    out = [""] + (["DRY RUN (synthetic numbers)"] if res["meta"].get("dry_run") else []) + \
+        [f"{'case':45s} {'correct':>8s} {'race/sync/mem':>14s} {'best rate':>14s} "
            f"{'vs cuBLAS':>9s}"]
     rs = rows(res)
     for name, runs in (res.get("correctness") or {}).items():
@@ -265,7 +293,8 @@ def plot(res: dict, path: Path) -> bool:
         if series:
             ax.legend(fontsize=6)
     p = res.get("probe") or {}
-    fig.suptitle(f"exogpu generated kernels vs cuBLAS on {p.get('gpu', '?')} "
+    fig.suptitle(("DRY RUN, synthetic numbers: " if res["meta"].get("dry_run") else "")
+                 + f"exogpu generated kernels vs cuBLAS on {p.get('gpu', '?')} "
                  f"({res['meta']['date']})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -274,17 +303,28 @@ def plot(res: dict, path: Path) -> bool:
 
 
 # ---------------------------------------------------------------- files
-def write_all(res: dict, out: Path) -> None:
+def write_all(res: dict, out: Path) -> bool:
+    """results.json, RESULTS.md and gpu_plot.png in ``out``; False when no plot could be drawn
+    (no matplotlib)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     (out / "RESULTS.md").write_text(markdown(res))
-    plot(res, out / "gpu_plot.png")
+    return plot(res, out / "gpu_plot.png")
 
 
 def ingest(d: Path, bench: Path = HERE) -> int:
     """Copy a device run's output into bench/: the RESULTS.md section (replacing the one
-    between the markers, or appended), gpu_results.json and gpu_plot.png."""
-    res = json.loads((d / "results.json").read_text())
+    between the markers, or appended), gpu_results.json and gpu_plot.png. Refuses a dry
+    run's output (exit 1)."""
+    path = Path(d) / "results.json"
+    if not path.exists():
+        print(f"{path}: no such file (give the folder the device run wrote)")
+        return 1
+    res = json.loads(path.read_text())
+    if (res.get("meta") or {}).get("dry_run") is not False:
+        print(f"{path} is not from a device run (a dry run's synthetic numbers, or no "
+              "'dry_run': false in its meta): not ingested")
+        return 1
     section = markdown(res)
     target = bench / "RESULTS.md"
     text = target.read_text() if target.exists() else ""

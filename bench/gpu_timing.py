@@ -5,10 +5,11 @@
   again after the timing, to see drift).
 * ``timing``: every kernel at its benchmark sizes and its cuBLAS baselines, launched raw
   (``RawLaunch.bind``: arguments converted once; in the generated entry tensor maps are
-  encoded once and the shared-memory attribute set once), CUDA events around each launch,
-  an L2 flush (a write of max(2 x L2, 256 MiB)) before every sample, all items in a freshly
-  shuffled order each round, ``rounds`` samples each after warm-up; medians reported. Clocks
-  are left alone.
+  encoded once and the shared-memory attribute set once) on the framework's current
+  stream, CUDA events around each launch, an L2 flush (a write of max(2 x L2, 256 MiB))
+  before every sample, all items in a freshly shuffled order each round, ``rounds`` samples
+  each (at least 50 on the device) after warm-up; medians reported, every sample kept in
+  the JSON. Clocks are left alone.
 
 PyTorch is the first choice (``torch.backends.cuda.matmul.allow_tf32`` per call for TF32);
 with CuPy alone the baselines are ``cupy.matmul`` (imported with ``CUPY_TF32=1``, so f32
@@ -56,6 +57,9 @@ class Torch:
 
     def sync(self):
         self.t.cuda.synchronize()
+
+    def stream(self) -> int:
+        return int(self.t.cuda.current_stream().cuda_stream)
 
     def copy(self, dst, src):
         dst.copy_(src)
@@ -123,6 +127,9 @@ class Cupy:
 
     def sync(self):
         self.cp.cuda.Device().synchronize()
+
+    def stream(self) -> int:
+        return int(self.cp.cuda.get_current_stream().ptr)
 
     def copy(self, dst, src):
         self.cp.copyto(dst, src)
@@ -238,6 +245,7 @@ def timing(cases: list[dict], bundle, fw, rounds: int = 60, seed: int = 0,
     ``opener(case, bundle, lib_dir) -> (lib, RawLaunch)``."""
     inputs: dict = {}
     outputs: dict = {}
+    stream = fw.stream()
 
     def arr(key, shape, dtype, make):
         d = inputs if make else outputs
@@ -261,7 +269,7 @@ def timing(cases: list[dict], bundle, fw, rounds: int = 60, seed: int = 0,
             bound = raw.bind(**args)
             items.append(({"case": case["name"], "family": case["family"], "sizes": sizes,
                            "unit": unit, "amount": amount, "kind": "ours"},
-                          (lambda b=bound: b(0))))
+                          (lambda b=bound: b(stream))))
             mode = _mode(case)
             key = (case["op"], mode, tuple(sorted(sizes.items())))
             if key in seen_base:
@@ -313,7 +321,8 @@ def timing(cases: list[dict], bundle, fw, rounds: int = 60, seed: int = 0,
             s = sorted(samples[i])
             med = statistics.median(s)
             rec.update(median_ms=med, p10_ms=s[len(s) // 10], p90_ms=s[(9 * len(s)) // 10],
-                       n=len(s), rate=lab["amount"] / (med * 1e-3))
+                       n=len(s), rate=lab["amount"] / (med * 1e-3),
+                       samples_ms=[round(x, 6) for x in samples[i]])
         out.append(rec)
     del inputs, outputs, flush_buf
     return {"items": out, "rounds": rounds, "flush_bytes": flush_bytes,
