@@ -67,6 +67,17 @@ def shape_of(case: dict, name: str, sizes: dict) -> tuple[int, ...]:
     return tuple(eval_shape(e, sizes) for e in case["arrays"][name]["shape"])
 
 
+def product_flops(case: dict, sizes: dict) -> float:
+    """Floating-point operations of one run of a product case (``gemm_abt``, ``matmul``:
+    ``2 M N K`` read off the shapes of ``A`` and the output; ``gemv``: ``2 M K``), else 0."""
+    if case["op"] in ("gemm_abt", "matmul"):
+        out = (list(case["outputs"]) + list(case.get("inout", ())))[0]
+        return 2.0 * math.prod(shape_of(case, out, sizes)) * shape_of(case, "A", sizes)[-1]
+    if case["op"] == "gemv":
+        return 2.0 * math.prod(shape_of(case, "A", sizes))
+    return 0.0
+
+
 def proc_sizes(case: dict, sz: dict) -> dict:
     """The proc's size arguments of a size record (which may also hold ``grid`` etc.)."""
     return {k: v for k, v in sz.items() if k in case["moduli"]}
@@ -104,8 +115,8 @@ def tolerances(case: dict, sizes: dict) -> tuple[float, float]:
     if op in EXACT_OPS:
         return 0.0, 0.0
     dts = {n: a["dtype"] for n, a in case["arrays"].items()}
-    red = case.get("reduction")
-    k = max(1, int(sizes.get(red, 1))) if red else 1
+    red = case.get("reduction")            # a size name, or a constant ("8")
+    k = max(1, int(red) if red and red.isdigit() else int(sizes.get(red, 1))) if red else 1
     r_op = 2.0 ** -10 if case.get("tensor_cores") and dts.get("A") == "f32" else 0.0
     r_acc = 2.0 ** -22 * math.sqrt(k) * (1 + math.sqrt(k) / 64) if red else 2.0 ** -23
     outs = list(case["outputs"]) + list(case.get("inout", ()))
@@ -330,12 +341,14 @@ def _spans(n: int, step: int):
 def reference_chunks(case: dict, B, arrays: dict, before: dict, scalars: dict):
     """Yield ``(output name, out chunk, ref chunk)``, both float64, for the case's op;
     ``arrays`` are the kernel's arrays after the launch (``B.view``: indexable), ``before``
-    the inputs that the kernel also updates, as they were before it."""
+    the inputs that the kernel also updates, as they were before it (a product into an
+    ``inout`` output accumulates: ``C += A @ B``)."""
     dt = {n: a["dtype"] for n, a in case["arrays"].items()}
     f = B.f64
     op = case["op"]
     if op in ("gemm_abt", "matmul"):           # C = A @ B.T  |  C = A @ B
         A, Bm, C = arrays["A"], arrays["B"], arrays["C"]
+        C0 = before.get("C")
         M, K = A.shape
         N = Bm.shape[0] if op == "gemm_abt" else Bm.shape[1]
         kc = min(K, max(1, CHUNK // max(N, 1)))
@@ -346,6 +359,8 @@ def reference_chunks(case: dict, B, arrays: dict, before: dict, scalars: dict):
                 a = f(A[i:j, k0:k1], dt["A"])
                 b = f(Bm[:, k0:k1], dt["B"]).T if op == "gemm_abt" else f(Bm[k0:k1, :], dt["B"])
                 acc = a @ b if acc is None else acc + a @ b
+            if C0 is not None:
+                acc = acc + f(C0[i:j], dt["C"])
             yield "C", f(C[i:j], dt["C"]), acc
     elif op == "gemv":                         # y = A @ x
         A, x, y = arrays["A"], arrays["x"], arrays["y"]

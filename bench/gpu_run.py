@@ -598,7 +598,7 @@ def dry_run(a) -> int:
         s, f = c["sizes"], c["sizes"]["sanitize_facts"]
         print(f"  {c['name']:44s} {c['gate'].split(':')[0]:11s} correct x{len(s['correct'])}, "
               f"sanitize {_sz(s['sanitize'])} ({f['tasks']} tasks on {f['ctas']} CTAs, rings "
-              f"wrap {f['ring_wraps'] if f['ring_wraps'] is not None else '-'}x), "
+              f"wrap {'-' if f['ring_wraps'] is None else format(f['ring_wraps'], '.3g')}x), "
               f"time x{len(s['time']) if c['timed'] else 0}")
     print(f"dry run: {'OK' if ok else 'FAILED'} ({time.time() - t0:.0f} s)")
     return 0 if ok else 1
@@ -657,6 +657,7 @@ def main(argv=None) -> int:
     if a.ingest:
         import gpu_report as R
         return R.ingest(Path(a.ingest))
+    sys.stdout.reconfigure(line_buffering=True)      # progress shows in logs as it happens
     if a.dry_run:
         return dry_run(a)
     m, _ = host_build(a)

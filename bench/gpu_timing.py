@@ -24,7 +24,7 @@ import random
 import statistics
 import time
 
-from gpu_device import eval_shape, open_case, shape_of
+from gpu_device import eval_shape, open_case, product_flops, shape_of
 
 
 # ---------------------------------------------------------------- framework adapter
@@ -224,9 +224,8 @@ def ceilings(fw) -> dict:
 
 def _metric(case: dict, sz: dict) -> tuple[str, float]:
     """(unit, amount per run): TFLOP for products, GB moved for memory-bound kernels."""
-    op = case["op"]
-    if op in ("gemm_abt", "matmul"):
-        return "TFLOP/s", 2.0 * sz["M"] * sz["N"] * sz["K"] / 1e12
+    if case["op"] in ("gemm_abt", "matmul"):
+        return "TFLOP/s", product_flops(case, sz) / 1e12
     nbytes = 0
     for n, a in case["arrays"].items():
         nbytes += math.prod(eval_shape(e, sz) for e in a["shape"]) * \
