@@ -67,6 +67,14 @@ class Torch:
     def l2_bytes(self):
         return int(getattr(self.t.cuda.get_device_properties(0), "L2_cache_size", 60 << 20))
 
+    def tf32(self, on: bool) -> None:
+        """f32 products on tf32 tensor cores or not: ``allow_tf32`` (and, in a torch that has
+        it, the newer ``fp32_precision`` it stands for)."""
+        m = self.t.backends.cuda.matmul
+        m.allow_tf32 = on
+        if hasattr(m, "fp32_precision"):
+            m.fp32_precision = "tf32" if on else "ieee"
+
     def baselines(self, op, mode, A, B, C):
         """name -> callable: cuBLAS doing the same product (see the module docstring)."""
         t = self.t
@@ -80,12 +88,12 @@ class Torch:
                 pass
         elif op == "gemm_abt" and mode == "tf32":
             def tf32():
-                t.backends.cuda.matmul.allow_tf32 = True
+                self.tf32(True)
                 return t.matmul(A, B.T)
             out["cuBLAS tf32"] = tf32
         elif op == "matmul":
             def sgemm():
-                t.backends.cuda.matmul.allow_tf32 = False
+                self.tf32(False)
                 return t.matmul(A, B)
             out["cuBLAS f32 (SGEMM)"] = sgemm
         elif op == "gemv":
