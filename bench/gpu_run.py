@@ -567,6 +567,9 @@ def dry_run(a) -> int:
     ok = not m["build_failures"]
     for f in m["build_failures"]:
         print(f"build FAILED: {f['name']}: {f['error'][:300]}")
+    for c in m["cases"]:
+        if "inconclusive" in c["gate"]:
+            print(f"WARNING: {c['name']}: {c['gate']}")
     unhealthy = [c["name"] for c in m["cases"] if not c["health"]["ok"]]
     unchecked = [c["name"] for c in m["cases"] if c["kernels"] and
                  not c["health"]["sass_checked"]]
