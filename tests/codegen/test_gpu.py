@@ -1,9 +1,10 @@
-"""GPU runs (``-m gpu``): every buildable case against numpy, on random data; skipped cleanly
-without CuPy or a GPU. The sanitizer runs and timings are in ``bench/gpu_check.py``."""
+"""GPU runs (``-m gpu``): cases of the GPU run script (``bench/gpu_run.py``) built here and
+checked against float64 on random data with NaN-filled outputs (``gpu_device.check``, the
+device run's own comparison) on PyTorch or CuPy; skipped cleanly without a GPU. The
+sanitizer runs and timings are the device run's (docs/gpu.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 
 import numpy as np
@@ -11,36 +12,51 @@ import pytest
 from codegen_cases import ROOT, needs_nvcc
 
 pytestmark = [pytest.mark.gpu, needs_nvcc]
-
-
-def _gpu_ok() -> bool:
-    if importlib.util.find_spec("cupy") is None:
-        return False
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # noqa: BLE001 - no driver / no device
-        return False
-
-
-HAVE_GPU = _gpu_ok()
 sys.path.insert(0, str(ROOT / "bench"))
 
-
-@pytest.mark.skipif(not HAVE_GPU, reason="needs a CUDA GPU and CuPy")
-@pytest.mark.parametrize("name", ["vec_copy", "saxpy", "transpose_smem", "matmul_smem",
-                                  "gemm_tile", "cp_async_copy", "mbar_pingpong",
-                                  "tma_store_scale", "cluster_multicast", "warp_mma"])
-def test_against_numpy(built, name):
-    import cupy as cp
-    import gpu_check
-    k = built[name]
-    assert not isinstance(k, Exception), k
-    rec = gpu_check.run_case(k, name, gpu_check.CASES[name][4], cp, False)
-    assert rec["correct"], rec
+import gpu_device as D  # noqa: E402
 
 
-@pytest.mark.skipif(not HAVE_GPU, reason="needs a CUDA GPU and CuPy")
+def _backend():
+    try:
+        return D.backend()
+    except Exception:  # noqa: BLE001 - no framework / no driver / no device
+        return None
+
+
+B = _backend()
+NAMES = ["vec_copy", "saxpy", "transpose_smem", "matmul_smem", "gemm_tile", "cp_async_copy",
+         "mbar_pingpong", "tma_store_scale", "cluster_multicast", "warp_mma",
+         "gemm_bf16_f32_128x256_s4_coop_g2", "gemm_bf16_f32_128x128_s5_coop_g1_splitk4",
+         "gemv_f32_r4_u2_w8_b4"]
+
+
+@pytest.fixture(scope="module")
+def cases():
+    import gpu_plan as P
+    return {c.name: c for c in P.discover(with_examples=False, with_backend=True)}
+
+
+@pytest.mark.skipif(B is None, reason="needs a CUDA GPU and PyTorch or CuPy")
+@pytest.mark.parametrize("name", NAMES)
+def test_against_float64(cases, cache_dir, name):
+    import gpu_plan as P
+    e = P.build_case(cases[name])
+    k = e.pop("kernel")
+
+    def launch(args, grid):
+        k.set_grid_limit(grid)
+        try:
+            k.launch(0, **args)
+            k.synchronize(0)
+        finally:
+            k.set_grid_limit(0)
+    for sz in e["sizes"]["correct"][:4]:   # the small ones: smallest, non-square, ring wraps,
+        rec = D.check(e, sz, B, launch)    # 3 CTAs
+        assert rec["ok"], rec
+
+
+@pytest.mark.skipif(B is None, reason="needs a CUDA GPU and PyTorch or CuPy")
 def test_numpy_arrays_are_copied_both_ways(built):
     k = built["vec_copy"]
     a = np.arange(1024, dtype=np.float32)
