@@ -14,11 +14,13 @@ and the ``KeyboardInterrupt`` reaches the caller.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing as mp
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -79,6 +81,29 @@ def _child(conn, fn, args) -> None:
     conn.close()
 
 
+@contextlib.contextmanager
+def _sigint_held():
+    """A Ctrl-C during the block takes effect when the block ends. A SIGINT that lands
+    between the fork and the worker's entry in ``running`` would otherwise leave a worker
+    the parent does not know of, still running after the parent exits (holding its output
+    pipes open). A Python handler, not a signal mask: the handler always runs in the main
+    thread, whichever thread the signal reaches."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (and only it gets KeyboardInterrupt)
+        return
+    got: list = []
+    prev = signal.signal(signal.SIGINT, lambda signum, frame: got.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, prev)
+        if got:
+            if callable(prev):
+                prev(signal.SIGINT, None)  # default_int_handler raises KeyboardInterrupt
+            elif prev == signal.SIG_DFL:
+                raise KeyboardInterrupt
+
+
 def _death(code: int | None) -> str:
     if code is not None and code < 0:
         try:
@@ -114,9 +139,10 @@ def run_jobs(jobs: list[Job], n: int, ctx=None,
                 recv, send = ctx.Pipe(duplex=False)
                 proc = ctx.Process(target=_child, args=(send, jobs[i].fn, jobs[i].args),
                                    name=f"exogpu-verify: {jobs[i].label}", daemon=True)
-                proc.start()
+                with _sigint_held():  # a Ctrl-C during the fork waits until it is recorded
+                    proc.start()
+                    running[i] = (proc, recv, time.monotonic())
                 send.close()
-                running[i] = (proc, recv, time.monotonic())
                 if on_start is not None:
                     on_start(i)
             if nxt in done:

@@ -255,3 +255,26 @@ def test_ctrl_c_stops_the_workers_and_exits_130(folder):
     assert "interrupted (Ctrl-C) after 0 of 3 proc(s)" in err
     assert "Traceback" not in out + err
     assert not [k for k in kids if Path(f"/proc/{k}").exists()]  # every worker is gone
+
+
+def test_a_ctrl_c_during_a_workers_start_waits_until_it_is_recorded():
+    # the Ctrl-C test above once hung: SIGINT landed between a fork and the worker's entry
+    # in the parent's table, so that worker outlived the parent (holding its pipes open)
+    reached = []
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in exogpu-verify
+    try:
+        _interrupt_held(reached)
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert reached == ["after the signal"]
+
+
+def _interrupt_held(reached):
+    from exogpu_verify.parallel import _sigint_held
+
+    with pytest.raises(KeyboardInterrupt):
+        with _sigint_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs (in this, the main thread) and only records
+            reached.append("after the signal")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
