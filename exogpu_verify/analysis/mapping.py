@@ -50,6 +50,14 @@ def _expr_names(e, out: set) -> None:
         _expr_names(e.arg, out)
 
 
+def _start_text(d, rename: dict) -> str:
+    """isl text of a grid dimension's start over the renamed loop variables."""
+    parts = [f"{c}*{rename.get(n, isl_name(n))}" for n, c in d.start.terms]
+    if d.start.const or not parts:
+        parts.append(str(d.start.const))
+    return " + ".join(parts)
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadMapping:
     """Which threads run a statement, as a function of its enclosing loop variables."""
@@ -109,10 +117,7 @@ class ThreadMapping:
         renamed by ``rename``; returns (text, names of the existential variables it uses)."""
         terms, exist, cons = [], [], []
         for k, d in enumerate(self.collective.dims):
-            parts = [f"{c}*{rename.get(n, isl_name(n))}" for n, c in d.start.terms]
-            if d.start.const or not parts:
-                parts.append(str(d.start.const))
-            start = " + ".join(parts)
+            start = _start_text(d, rename)
             if d.length > 1:
                 x = f"{xprefix}{k}_"
                 exist.append(x)
@@ -129,10 +134,9 @@ class ThreadMapping:
         other). Exactly the set ``tid_constraint`` states, without its existentials."""
         base, live = [], []
         for d in self.collective.dims:
-            parts = [f"{c}*{rename.get(n, isl_name(n))}" for n, c in d.start.terms]
-            if d.start.const or not parts:
-                parts.append(str(d.start.const))
-            base.append(f"{d.pitch} * ({' + '.join(parts)})")
+            if d.pitch < 1:
+                return None
+            base.append(f"{d.pitch} * ({_start_text(d, rename)})")
             if d.length > 1:
                 live.append(d)
         text = " + ".join(base) if base else "0"
