@@ -28,9 +28,8 @@ from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
 from exogpu_verify.ir.printer import stmt_lines
 from exogpu_verify.ir import nodes as N
 
-# verify() of the shipped procs is shared with the other "shipped" modules
-# (testlib.verify_cached): pytest-xdist runs the group on one worker
-pytestmark = pytest.mark.xdist_group("shipped")
+# verify() of the shipped procs is shared with the other modules that verify them, across
+# pytest-xdist workers too (testlib.verify_cached: one report per kernel per session)
 
 DIR = Path(__file__).resolve().parents[1] / "examples"
 

@@ -107,6 +107,11 @@ def f(N: size, A: f32[N, 32] @ CudaGmemLinear):
     assert _same(p, {"N": 4}) == "refuted"
 
 
+#: families whose variants differ in tiling parameters only (one factory's structure): one
+#: variant (each GEMV variant's concrete check takes ~25 s, and runs twice here)
+ONE_VARIANT = {"gemv": "gemv_f32_r8_u1_w4_b8"}
+
+
 @pytest.mark.slow
 def test_shipped_programs_reports_unchanged():
     from exogpu_verify.ir.nodes import Procedure
@@ -122,7 +127,8 @@ def test_shipped_programs_reports_unchanged():
                 continue
             for v in vars(mod).values():
                 if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod) \
-                        and all(p.name in sizes for p in v.params if not p.is_data):
+                        and all(p.name in sizes for p in v.params if not p.is_data) \
+                        and v.name == ONE_VARIANT.get(f.stem, v.name):
                     _same(v, {k: x for k, x in sizes.items() if v.param(k)})
                     n += 1
     assert n

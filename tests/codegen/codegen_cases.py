@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,16 +51,27 @@ UNSUPPORTED = [
 ]
 
 
+_LOADING = threading.Lock()
+
+
 def load_module(rel: str):
+    """Import ``rel`` once. ``Builds.all`` calls this from several threads: without the
+    lock a second thread found the half-executed module in ``sys.modules`` and failed on a
+    name not yet defined."""
     path = ROOT / rel
     name = "exogpu_codegen_tests__" + "__".join(Path(rel).with_suffix("").parts)
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    with _LOADING:
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return mod
 
 
 def get_proc(rel: str, name: str):

@@ -12,10 +12,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codegen_cases import CASES, get_proc  # noqa: E402
+from testlib import SHARED_ENV  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
+    """The session's build cache: the folder every worker shares (tests/conftest.py sets
+    ``EXOGPU_CACHE_DIR``), or a private one where that is not set (a test file run on its
+    own outside this tree's conftest)."""
+    shared = os.environ.get("EXOGPU_CACHE_DIR")
+    if shared and os.environ.get(SHARED_ENV) and Path(shared).is_relative_to(
+            os.environ[SHARED_ENV]):
+        Path(shared).mkdir(parents=True, exist_ok=True)
+        yield Path(shared)
+        return
     d = tmp_path_factory.mktemp("exogpu-cache")
     old = os.environ.get("EXOGPU_CACHE_DIR")
     os.environ["EXOGPU_CACHE_DIR"] = str(d)

@@ -33,9 +33,8 @@ from symbolic_helpers import (check_agreement, checked_sizes, generator, parse, 
                               shipped_procs)
 from testlib import verify_cached
 
-# verify() of the shipped procs is shared with the other "shipped" modules
-# (testlib.verify_cached): pytest-xdist runs the group on one worker
-pytestmark = pytest.mark.xdist_group("shipped")
+# verify() of the shipped procs is shared with the other modules that verify them, across
+# pytest-xdist workers too (testlib.verify_cached: one report per kernel per session)
 
 COUNT = int(os.environ.get("EXOGPU_AGREEMENT_COUNT", "150"))
 SEED = int(os.environ.get("EXOGPU_AGREEMENT_SEED", "20261"))
@@ -45,11 +44,26 @@ SEED = int(os.environ.get("EXOGPU_AGREEMENT_SEED", "20261"))
 #: one size only, and marked slow
 SLOW = {"examples/scheduling/matmul_schedule.py::matmul_tiled"}
 SHIPPED = shipped_procs()
+#: checked at the smallest size only: the sequential GEMMs the scheduling examples start
+#: from (scalar loops over every element: 100-200 s at four sizes)
+ONE_SIZE = {"examples/scheduling/gemm_schedule.py::gemm",
+            "examples/scheduling/gemm_library_schedule.py::gemm"}
+#: families of variants that differ in tile, depth and dtype only (one factory's structure):
+#: one variant is checked at more sizes, the others at the smallest (the GEMV variants'
+#: concrete checks take 30-90 s at four sizes)
+FAMILY_AT_MORE_SIZES = {"specs/gemv.py::": "specs/gemv.py::gemv_f32_r8_u1_w4_b8"}
 
 
 def _heavy(name: str) -> bool:
     """The scheduled matmul and the GEMM family (specs/gemm.py: 5-30 s each to prove)."""
     return name in SLOW or name.startswith("specs/gemm.py::")
+
+
+def _at_more_sizes(name: str) -> bool:
+    if _heavy(name) or name in ONE_SIZE:
+        return False
+    fam = next((f for f in FAMILY_AT_MORE_SIZES if name.startswith(f)), None)
+    return fam is None or FAMILY_AT_MORE_SIZES[fam] == name
 
 
 def _shipped_params():
@@ -84,7 +98,7 @@ def test_shipped_proc_verdicts_agree(name, p):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name,p", [pytest.param(n, p, id=n) for n, p in SHIPPED
-                                    if not _heavy(n)])
+                                    if _at_more_sizes(n)])
 def test_shipped_proc_verdicts_agree_at_more_sizes(name, p):
     """Four sampled sizes (3 and 5 units reach beyond a 2-deep ring)."""
     _agree(name, p, 4)

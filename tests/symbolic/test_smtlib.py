@@ -118,7 +118,7 @@ def _isl_empty(text, ordered=()):
 
 #: a few derandomized examples in the default suite, many random ones in the slow one
 SIZES = [pytest.param(12, True, id="fast"),
-         pytest.param(300, False, id="many", marks=pytest.mark.slow)]
+         pytest.param(100, False, id="many", marks=pytest.mark.slow)]
 
 
 def _property(n, derandomize, strategy, check):
