@@ -11,9 +11,14 @@
    programs (``schedule.provenance.recheck_provenance``); null exactly when ``p`` is not
    scheduled;
 4. the obligations are re-derived from ``p`` by the same pipeline that wrote them (static
-   analyses, then the symbolic checker, whose every obligation isl, Z3 and cvc5 decide
-   afresh), and the two lists must agree: same kinds, conflict texts and ordered texts,
-   none missing and none extra, and the same SMT-LIB script (comments aside).
+   analyses, then the symbolic checker: every conflict set and every candidate ordering is
+   built from the program again), and the two lists must agree: same kinds, conflict texts
+   and ordered texts, none missing and none extra, and the same SMT-LIB script (comments
+   aside). Of the candidate orderings of an access pair, those the certificate recorded are
+   taken (``symbolic.check.replaying``) instead of isl choosing them again, and Z3 and cvc5,
+   afresh, must both find every whole obligation ``unsat``: the certificate can only pick
+   among orderings the program guarantees, and a pick that does not cover the conflicts
+   is no proof.
 
 Every difference is reported with the obligation (or derivation field) and what differs.
 ``exogpu-verify --recheck`` finds ``p`` by re-loading the source the certificate names
@@ -23,6 +28,7 @@ passes the proc it is about to compile.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -389,14 +395,19 @@ def recheck_certificate(path, p, timeout_s: float = 60.0, cache: bool = True
         return _done(res, t0)
     res.derivation = (data["derivation"] or {}).get("summary")
     res.problems += derivation_problems(p, data["derivation"])
-    derived = _DERIVED.get(p) if cache else None
+    key = (p, tuple(_key(o) for o in data["obligations"]))
+    derived = _DERIVED.get(key) if cache else None
     if derived is None:
-        derived, why = derive_obligations(p, timeout_s)
+        derived, why = derive_obligations(p, timeout_s, data["obligations"])
+        if derived is None:
+            # the certificate's orderings prove nothing: derive as when proving, so that the
+            # comparison says which obligation differs (or that the program is not proven)
+            derived, why = derive_obligations(p, timeout_s)
         if derived is None:
             res.problems.append(f"the program is not proven by this exogpu ({why}): the "
                                 "certificate's verdict 'proven' no longer holds")
             return _done(res, t0)
-        _DERIVED[p] = derived
+        _DERIVED[key] = derived
     res.problems += compare_obligations(data["obligations"], derived)
     return _done(res, t0)
 
@@ -420,12 +431,17 @@ def derivation_problems(p, recorded: dict | None) -> list[str]:
     return problems
 
 
-def derive_obligations(p, timeout_s: float = 60.0):
+def derive_obligations(p, timeout_s: float = 60.0, replay: list | None = None):
     """(obligation records, None) for a proven proc, else (None, why): the same pipeline
-    that writes certificates (``verify`` in symbolic mode: static analyses, isl, Z3, cvc5)."""
+    that writes certificates (``verify`` in symbolic mode: static analyses, isl, Z3, cvc5).
+    ``replay``: a certificate's obligation records, whose orderings are taken where the
+    program gives them (``symbolic.check.replaying``: the solvers decide, isl subtracts
+    nothing); without it, isl chooses them as when proving."""
     from .api import verify
+    from .symbolic.check import replaying
 
-    r = verify(p, mode="symbolic", timeout_s=timeout_s)
+    with replaying(replay) if replay is not None else contextlib.nullcontext():
+        r = verify(p, mode="symbolic", timeout_s=timeout_s)
     if r.verdict != "proven" or "obligations" not in r.extra:
         why = f"verdict {r.verdict}" + (f": {r.reason}" if r.reason else "")
         return None, why

@@ -55,6 +55,20 @@ def dropped_ordering(d):
     return d
 
 
+def dropped_last_ordering(d):
+    """The last ordering of an obligation that needs two or more, dropped by a careful
+    forger: the SMT-LIB restated without it. When proving, each recorded ordering covered
+    conflicts the earlier ones left, so without the last some conflicts are ordered by
+    nothing: the solvers find the replayed obligation satisfiable."""
+    from exogpu_verify.symbolic.smtlib import obligation_smtlib
+
+    o = next(o for o in d["obligations"] if len(o["ordered"]) >= 2)
+    o["ordered"].pop()
+    o["smtlib"] = obligation_smtlib(o["conflict"], [(x["by"], x["set"]) for x in o["ordered"]],
+                                    f"{o['kind']}: {o['name']}")
+    return d
+
+
 def satisfiable_formula(d):
     d["obligations"][0]["smtlib"] = ("(set-logic LIA)\n(declare-fun x () Int)\n"
                                      "(assert (> x 0))\n(check-sat)\n")
@@ -144,6 +158,7 @@ TAMPERS = {
     "extra_obligation": (extra_obligation, "is extra"),
     "emptied_conflict": (emptied_conflict, "conflict set: differs"),
     "dropped_ordering": (dropped_ordering, "0 ordered set(s), the program subtracts"),
+    "dropped_last_ordering": (dropped_last_ordering, "ordered set(s), the program subtracts"),
     "satisfiable_formula": (satisfiable_formula, "finds the certificate's formula satisfiable"),
     "smuggled_command": (smuggled_command, "not allowed"),
     "stale_hash": (stale_hash, "stale certificate"),

@@ -14,6 +14,8 @@ replays those sizes to produce the witness, and only then is the proc refuted.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from dataclasses import dataclass, field
 
@@ -30,7 +32,7 @@ from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
                        trailing_before_arrive)
 from .prune import prune_text
 from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
-from .decide import decide as _decide
+from .decide import REPLAYED, decide as _decide
 from .preconditions import condition_obligations
 from .decide import discharge
 from .solvers import SOLVERS
@@ -235,8 +237,66 @@ def _cross_phase(A: Event, B: Event):
         raise Unsupported(f"{A.what} is not ordered by kernel boundaries", A.srcinfo)
 
 
+# ------------------------------------------------------------- re-checking a certificate
+#: while a certificate is re-checked (``replaying``): (kind, conflict text) -> the lists of
+#: ordered-set texts the certificate recorded for obligations with that conflict set
+_REPLAY: contextvars.ContextVar = contextvars.ContextVar("exogpu_replay", default=None)
+
+
+@contextlib.contextmanager
+def replaying(records):
+    """Re-derive obligations with the orderings a certificate chose (``records``: its
+    obligation entries). Each access pair's conflict set and candidate ordered sets are
+    built from the program exactly as when proving, but instead of isl choosing which
+    candidates discharge the pair, the candidates whose texts the certificate recorded for
+    that conflict set are taken, in candidate order, and no isl set is subtracted: the two
+    solvers alone decide each obligation (``decide.discharge``). Sound whatever the
+    certificate says: every candidate is an ordering the program guarantees, and a choice
+    that does not cover the conflicts is ``sat`` for the solvers, so no proof. A recorded
+    text that is not among the program's candidates (a forged or stale certificate) makes
+    that pair derived the ordinary way, with isl, and the comparison with the certificate
+    then reports the difference."""
+    hints: dict = {}
+    for o in records:
+        hints.setdefault((o["kind"], o["conflict"]), []).append(
+            [(x["by"], x["set"]) for x in o["ordered"]])
+    token = _REPLAY.set(hints)
+    try:
+        yield
+    finally:
+        _REPLAY.reset(token)
+
+
+class _Replay:
+    """The recorded (label, ordered-set text) pairs one access pair still has to meet."""
+
+    def __init__(self, texts: list[tuple[str, str]]):
+        self.left = list(texts)
+
+    @staticmethod
+    def of(kind: str, conflict_text: str) -> "_Replay | None":
+        hints = _REPLAY.get()
+        lists = hints.get((kind, conflict_text)) if hints is not None else None
+        return _Replay(lists.pop(0)) if lists else None
+
+    def take(self, label: str, text: str) -> str | None:
+        """The pruned ``text`` when it is the next recorded ordering (a candidate with
+        another label is not pruned at all: that is most of them)."""
+        if not self.left or self.left[0][0] != label:
+            return None
+        pruned = prune_text(text)
+        if pruned != self.left[0][1]:
+            return None
+        self.left.pop(0)
+        return pruned
+
+    @property
+    def complete(self) -> bool:
+        return not self.left
+
+
 def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, ms,
-          async_reuse=False):
+          async_reuse=False, replay=True):
     t = time.perf_counter()
     if B.kind == "free" and decl.mem.async_registers:
         # every asynchronous access completes before the registers' end of life, superseded
@@ -272,15 +332,20 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         ob.extra = {"isl": "empty (no conflicting instances)"}
         ob.seconds = time.perf_counter() - t
         return ob
+    rp = _Replay.of(kind, conflict_text) if replay else None
+
+    def left(conflict) -> bool:
+        return not rp.complete if rp is not None else not conflict.is_empty()
+
     # supersession: a non-atomic mutation between A and B on the element hides A
     for K in kills:
         kt = b.exists([(K, "k")], f"{enc.before(A, 'a', K, 'k')} and "
                       f"{enc.before(K, 'k', B, 'b')} and {enc.box(K, 'k', elem)} and "
                       f"{enc.same_prefix(A, 'a', K, 'k', decl.depth)}")
-        conflict = _subtract(conflict, ob, "superseded", b.wrap(A, B, rank, kt))
-        if conflict.is_empty():
+        conflict = _subtract(conflict, ob, "superseded", b.wrap(A, B, rank, kt), rp)
+        if not left(conflict):
             break
-    if not conflict.is_empty():
+    if left(conflict):
         # a generic-proxy A reaches the async proxy's quals only through its async view
         E2n, E2a = split_quals(A, E2)
         pats = []
@@ -291,23 +356,38 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
             pats.append(proxy_ordered(b, A, B, need, E2a, conv2, rank))
         for gen in pats:
             for label, text in gen:
-                conflict = _subtract(conflict, ob, label, text)
-                if conflict.is_empty():
+                conflict = _subtract(conflict, ob, label, text, rp)
+                if not left(conflict):
                     break
-            if conflict.is_empty():
+            if not left(conflict):
                 break
-        conflict = conflict.coalesce()
+    if rp is not None:
+        if not rp.complete:     # a recorded ordering the program does not give: isl decides
+            return _pair(b, enc, A, B, kind, need, decl, rank, mask, kills, ms, async_reuse,
+                         replay=False)
+        ob.empty = True
+        ob.extra["isl"] = REPLAYED
+        ob.seconds = time.perf_counter() - t
+        return ob
+    conflict = conflict.coalesce()
     _decide(ob, conflict, ms)
     ob.seconds = time.perf_counter() - t
     return ob
 
 
-def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str) -> isl.Set:
+def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
+              replay: _Replay | None = None) -> isl.Set:
     """Subtract an ordered set from what is left of the conflicts, and record it, only when
     it orders some pair still left: the obligation then lists the orderings that discharged
     it (and the solvers never see a set that covers nothing new); the remainder is the
     same as subtracting every candidate. The text is pruned first (``prune.py``: an
-    equivalent text without dead disjuncts), and recorded as pruned."""
+    equivalent text without dead disjuncts), and recorded as pruned. ``replay``: record it
+    when it is the certificate's next ordering, without isl (``replaying``)."""
+    if replay is not None:
+        taken = replay.take(label, text)
+        if taken is not None:
+            ob.ordered.append((label, taken))
+        return conflict
     text = prune_text(text)
     s = isl.Set(text)
     if conflict.intersect(s).is_empty():

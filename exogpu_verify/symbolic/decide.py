@@ -24,6 +24,11 @@ from .smtlib import SpaceMismatch, obligation_smtlib
 from .solvers import SOLVERS, ScriptError, check_script, run
 
 
+#: ``extra["isl"]`` of an obligation re-derived with a certificate's orderings
+#: (``check.replaying``): isl computed no remainder, the solvers alone decide
+REPLAYED = "not computed (re-check: the certificate's orderings, decided by the solvers)"
+
+
 def decide(ob: Obligation, remainder: isl.Set, timeout_ms: int = 0) -> None:
     """isl's verdict: ``ob.empty`` is whether ``remainder`` (conflicts less ordered pairs)
     is empty. The solvers' verdicts come later, from ``discharge``."""
@@ -60,7 +65,9 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
             raise Unsupported(f"obligation {ob.name}: the SMT-LIB script is malformed "
                               f"({e}); this is a bug in exogpu", where) from None
         ob.extra["smtlib"] = text
-        answers = ob.extra.setdefault("solvers", {"isl": "empty"})
+        replayed = ob.extra.get("isl") == REPLAYED
+        answers = ob.extra.setdefault("solvers", {"isl": "not computed" if replayed
+                                                  else "empty"})
         secs = ob.extra.setdefault("solver_seconds", {})
         for solver in solvers:
             key = (solver, text)
@@ -78,6 +85,10 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
             secs[solver] = round(a.seconds, 4)
             if a.result == "unsat":
                 continue
+            if a.result == "sat" and replayed:
+                raise Unsupported(f"the certificate's orderings do not discharge obligation "
+                                  f"{ob.name}: {solver} finds the whole obligation "
+                                  "satisfiable", where)
             if a.result == "sat":
                 raise Unsupported(f"isl and {solver} disagree on obligation {ob.name}: isl "
                                   f"finds it empty, {solver} finds the whole obligation "
