@@ -164,6 +164,10 @@ def _known_class(gp, o, p) -> str | None:
     return None
 
 
+#: the corpus is built once per process (``corpus``): its tests run on one xdist worker
+CORPUS_WORKER = pytest.mark.xdist_group("agreement-corpus")
+
+
 @functools.lru_cache(maxsize=None)
 def corpus():
     G = generator()
@@ -213,6 +217,7 @@ def _report(progs, outcomes, stats, seconds) -> str:
 
 
 @pytest.mark.slow
+@CORPUS_WORKER
 def test_generated_corpus_agrees(capsys):
     progs, outcomes, stats, seconds = corpus()
     with capsys.disabled():
@@ -222,6 +227,7 @@ def test_generated_corpus_agrees(capsys):
 
 
 @pytest.mark.slow
+@CORPUS_WORKER
 def test_generated_corpus_witnesses_are_smallest():
     _, outcomes, _, _ = corpus()
     bad = [(o.name, o.witness_sizes, o.not_smallest) for o in outcomes
@@ -230,6 +236,7 @@ def test_generated_corpus_witnesses_are_smallest():
 
 
 @pytest.mark.slow
+@CORPUS_WORKER
 def test_generated_corpus_is_well_mixed_and_mostly_decided():
     progs, outcomes, stats, _ = corpus()
     assert len(outcomes) >= 0.8 * len(progs), stats
@@ -247,6 +254,7 @@ def test_generated_corpus_is_well_mixed_and_mostly_decided():
 
 
 @pytest.mark.slow
+@CORPUS_WORKER
 def test_generated_corpus_exercises_every_feature():
     progs, _, _, _ = corpus()
     text = "\n".join(gp.src for gp in progs)
