@@ -9,13 +9,11 @@ private cache folder.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-import threading
 from pathlib import Path
 
 import pytest
+from testlib import load_path
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -51,27 +49,10 @@ UNSUPPORTED = [
 ]
 
 
-_LOADING = threading.Lock()
-
-
 def load_module(rel: str):
-    """Import ``rel`` once. ``Builds.all`` calls this from several threads: without the
-    lock a second thread found the half-executed module in ``sys.modules`` and failed on a
-    name not yet defined."""
-    path = ROOT / rel
-    name = "exogpu_codegen_tests__" + "__".join(Path(rel).with_suffix("").parts)
-    with _LOADING:
-        if name in sys.modules:
-            return sys.modules[name]
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        return mod
+    """Import ``rel`` (relative to the repository) once (``testlib.load_path``: thread-safe,
+    ``Builds.all`` builds from several threads)."""
+    return load_path(ROOT / rel, "exogpu_codegen_tests")
 
 
 def get_proc(rel: str, name: str):
