@@ -16,24 +16,14 @@ from testlib import SHARED_ENV  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory):
-    """The session's build cache: the folder every worker shares (tests/conftest.py sets
-    ``EXOGPU_CACHE_DIR``), or a private one where that is not set (a test file run on its
-    own outside this tree's conftest)."""
-    shared = os.environ.get("EXOGPU_CACHE_DIR")
-    if shared and os.environ.get(SHARED_ENV) and Path(shared).is_relative_to(
-            os.environ[SHARED_ENV]):
-        Path(shared).mkdir(parents=True, exist_ok=True)
-        yield Path(shared)
-        return
-    d = tmp_path_factory.mktemp("exogpu-cache")
-    old = os.environ.get("EXOGPU_CACHE_DIR")
-    os.environ["EXOGPU_CACHE_DIR"] = str(d)
-    yield d
-    if old is None:
-        os.environ.pop("EXOGPU_CACHE_DIR", None)
-    else:
-        os.environ["EXOGPU_CACHE_DIR"] = old
+def cache_dir():
+    """The session's build cache, shared by every worker and every command a test runs
+    (tests/conftest.py sets ``EXOGPU_CACHE_DIR`` inside the session folder)."""
+    d = Path(os.environ["EXOGPU_CACHE_DIR"])
+    assert os.environ.get(SHARED_ENV) and d.is_relative_to(os.environ[SHARED_ENV]), \
+        "tests/conftest.py did not set up the session's build cache"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
 
 
 class Builds(dict):
