@@ -5,6 +5,7 @@ everything cleanly."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -233,20 +234,40 @@ SLOW_MAIN = Path(__file__).resolve().parent / "slow_verify_main.py"
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_stops_the_workers_and_exits_130(folder):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # a shell without job control starts background commands with SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler: the command starts as from a
+    # terminal, with SIGINT's default action
     proc = subprocess.Popen([sys.executable, str(SLOW_MAIN), str(folder), "-j", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=_default_sigint)
+    try:
+        _interrupt_and_check(proc)
+    finally:
+        if proc.poll() is None:  # never leave the slow workers behind
+            for k in _children(proc.pid):
+                with contextlib.suppress(OSError):
+                    os.kill(k, signal.SIGKILL)
+            proc.kill()
+            proc.communicate()
 
-    def children():
-        try:
-            return {int(c) for t in Path(f"/proc/{proc.pid}/task").iterdir()
-                    for c in (t / "children").read_text().split()}
-        except OSError:
-            return set()
 
+def _default_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        return {int(c) for t in Path(f"/proc/{pid}/task").iterdir()
+                for c in (t / "children").read_text().split()}
+    except OSError:
+        return set()
+
+
+def _interrupt_and_check(proc) -> None:
     kids: set[int] = set()
     deadline = time.monotonic() + 120
     while len(kids) < 2 and time.monotonic() < deadline and proc.poll() is None:
-        kids |= children()
+        kids |= _children(proc.pid)
         time.sleep(0.1)
     assert len(kids) == 2, "the two workers never started"
     proc.send_signal(signal.SIGINT)
