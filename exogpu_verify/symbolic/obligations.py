@@ -21,6 +21,7 @@ is refuted.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -30,6 +31,9 @@ from .events import Event, Unsupported
 from .relations import Encoder
 
 FULL, TEMPORAL = "full", "temporal"
+#: the most choices of Arrive statements for an Await's N newer commit groups (one disjunct
+#: each): 2 statements up to N = 6, 4 up to N = 3
+MAX_NEWER_CHOICES = 64
 NEED = {("mutate", "read"): FULL, ("mutate", "write"): TEMPORAL, ("mutate", "rw"): FULL,
         ("read", "write"): TEMPORAL, ("read", "rw"): TEMPORAL}
 
@@ -112,21 +116,45 @@ class Builder:
             return f"({base})"
         # N newer groups committed by the same collective between r and w
         arrs = [a for a in self.arrives if any(t.name == tgt.name for t in a.targets)]
-        if len(arrs) != 1:
-            raise Unsupported(f"Await(..., {w.N}) on a commit group with several Arrive "
-                              "statements", w.srcinfo)
-        a = arrs[0]
+        if len(arrs) == 1:
+            return f"({base} and {self._newer(r, pr, w, pw, [arrs[0]] * w.N, False)})"
+        # several Arrive statements commit to the group (a prologue and a main loop): the N
+        # newer groups may come from any of them, one disjunct per choice of statements. Each
+        # newer group is also on w's element, as the concrete machine counts them (the
+        # hardware counts every group of the thread, so this orders less, never more)
+        if len(arrs) ** w.N > MAX_NEWER_CHOICES:
+            raise Unsupported(f"Await(..., {w.N}) on a commit group with {len(arrs)} Arrive "
+                              f"statements: {len(arrs)}^{w.N} choices of the {w.N} newer "
+                              f"groups (at most {MAX_NEWER_CHOICES} are encoded)", w.srcinfo)
+        alts = [self._newer(r, pr, w, pw, list(seq), True)
+                for seq in itertools.product(arrs, repeat=w.N)]
+        return f"({base} and ({' or '.join(alts)}))"
+
+    def _newer(self, r: Event, pr: str, w: Event, pw: str, seq: list, same_elem: bool) -> str:
+        """``seq[k]`` has an instance after r and the newer ones, before w, run by w's threads
+        in r's allocation instance (``same_elem``: on w's element of the group), for each k:
+        the groups committed after r's, so that r's is not among w's N most recent."""
+        enc = self.enc
+        tgt = w.targets[0]
+        decl = self.prog.vars[tgt.name]
         chain, prev, prev_p, pres = [], r, pr, []
-        for k in range(w.N):
+        for k, a in enumerate(seq):
             pk = f"{pr}n{k}_"
             pres.append((a, pk))
             chain.append(enc.before(prev, prev_p, a, pk))
             chain.append(enc.cover(a, pk, w, pw, False))
             chain.append(enc.cover(w, pw, a, pk, False))
             chain.append(enc.same_prefix(a, pk, w, pw, decl.depth))
+            if same_elem:
+                elem = [f"z{pk}{pw}{i}" for i in range(len(decl.shape))]
+                wel = enc.barrier_elems(tgt, w, pw, elem)
+                ael = " or ".join(f"({enc.barrier_elems(t, a, pk, elem)})" for t in a.targets
+                                  if t.name == tgt.name)
+                chain.append(f"exists ({', '.join(elem)} : {wel} and ({ael}))" if elem
+                             else f"({ael})")
             prev, prev_p = a, pk
         chain.append(enc.before(prev, prev_p, w, pw))
-        return f"({base} and {self.exists(pres, ' and '.join(chain))})"
+        return self.exists(pres, " and ".join(chain))
 
     # ------------------------------------------------------------ ordering edges
     def edges(self, A: Event, q_issue: frozenset, mask: frozenset, depth: int):

@@ -359,33 +359,3 @@ def bad(N: size, A: f32[N] @ CudaGmemLinear, C: f32[N] @ CudaGmemLinear):
     with pytest.raises(ExoGpuError) as ei:
         parse(src)
     assert "depend on data" in str(ei.value)
-
-
-def test_commit_group_depth_with_two_arrive_statements_is_unknown():
-    src = """
-def two(N: size, A: f32[N] @ CudaGmemLinear, C: f32[N] @ CudaGmemLinear):
-    assert N % 64 == 0
-    with CudaDeviceFunction(blockDim=64):
-        for task in cuda_tasks(0, 1):
-            buf: f32[2, 64] @ CudaSmemLinear
-            cg: barrier[64] @ Sm80_CommitGroup
-            for k in seq(0, N / 64):
-                for t in cuda_threads(0, 64, unit=cuda_thread):
-                    if k % 2 == 0:
-                        cp_async_ph(1, buf[0, t:t + 1], A[64 * k + t:64 * k + t + 1])
-                        Arrive(Sm80_cp_async) >> cg[t]
-                    else:
-                        cp_async_ph(1, buf[1, t:t + 1], A[64 * k + t:64 * k + t + 1])
-                        Arrive(Sm80_cp_async) >> cg[t]
-                    if k >= 1:
-                        Await(cg[t], cuda_in_order, 1)
-                        C[64 * (k - 1) + t] = buf[(k - 1) % 2, t]
-            for t in cuda_threads(0, 64, unit=cuda_thread):
-                Await(cg[t], cuda_in_order, 0)
-            Fence(cuda_in_order, cuda_in_order)
-"""
-    p, res = sym(src)
-    assert res.verdict == "unknown"
-    assert "several Arrive" in res.reason, res.reason
-    for n in (64, 128, 192):
-        assert check_sync_concrete(p, {"N": n})[0] == "checked"
