@@ -204,23 +204,25 @@ def test_size_rules_are_enforced(m, name):
 
 
 def test_thread_loops_fit_the_block():
-    """``cuda_threads`` may not ask for more threads than ``blockDim`` provides."""
-    def walk(stmts, avail, name):
+    """``cuda_threads`` may not ask for more threads than the launch provides (``blockDim``
+    threads per CTA, ``clusterDim`` CTAs per cluster)."""
+    def walk(stmts, avail, name, launch):
         for s in stmts:
             if isinstance(s, N.With) and isinstance(s.ctx, N.CudaDeviceFunction):
-                walk(s.body, s.ctx.blockDim, name)
+                cd = getattr(s.ctx, "clusterDim", 1) or 1
+                walk(s.body, s.ctx.blockDim * cd, name, (s.ctx.blockDim, cd))
                 continue
             if isinstance(s, N.For) and isinstance(s.mode, N.CudaThreads):
-                per = s.mode.unit.threads(avail or 1)
+                per = s.mode.unit.threads(*launch) if launch else None
                 assert per is not None and control_value(s.hi, {}) * per <= avail, \
                     f"{name}: cuda_threads(0, {s.hi.val}, unit={s.mode.unit}) in {avail} threads"
-                walk(s.body, per, name)
+                walk(s.body, per, name, launch)
                 continue
-            walk(getattr(s, "body", ()), avail, name)
-            walk(getattr(s, "orelse", ()) or (), avail, name)
+            walk(getattr(s, "body", ()), avail, name, launch)
+            walk(getattr(s, "orelse", ()) or (), avail, name, launch)
 
     for m, name in PROCS:
-        walk(get(m, name).body, None, name)
+        walk(get(m, name).body, None, name, None)
 
 
 @pytest.mark.parametrize("m,name", PROCS, ids=IDS)

@@ -11,7 +11,10 @@ orders:
   element (virtual ring index; commit groups by depth N; multicast targets), or A's own
   trailing barrier completed by a later Arrive, whose first timeline catches A's qual, run
   by a thread of A, and whose second timeline grants B's needed flag to B's threads;
-* P2, two such edges chained, the second caught by what the first granted.
+* P2, two such edges chained, the second caught by what the first granted;
+* last, for a B of several threads, each P1/P2 pattern with its holder's instances
+  together: every thread of B runs some instance of the holder for which the pattern holds
+  and that is before B (the concrete machine grants visibility per thread).
 
 Each pattern only adds orderings the concrete machine also has, so an empty remainder for
 every obligation means the concrete check passes at every size (soundness); the converse
@@ -229,6 +232,24 @@ class Builder:
                 parts.append(f"({same} and {q})")
         return "(" + " or ".join(parts) + ")" if parts else "1 = 0"
 
+    def union_text(self, B: Event, ex: list, body: str, h: Event, ph: str) -> str | None:
+        """Every thread of the B instance runs some instance of holder ``h`` (with the other
+        existentials ``ex`` of its pattern) for which ``body`` holds and that is before B, in
+        B's task: the pattern's holders together cover B. None when one instance is all
+        there can be (a holder without fewer threads than B: the single pattern says it)."""
+        enc = self.enc
+        if h.kernel is None or B.kernel is None or not _fewer_threads(h, B):
+            return None
+        st = enc.same_task(h, ph, B, "b")
+        if st is None:
+            return None
+        t = f"v{ph}b"
+        cb, xb = enc.tid(B, "b", t)
+        ch, xh = enc.tid(h, ph, t)
+        mine = f"exists ({', '.join(xh)} : {ch})" if xh else f"({ch})"
+        inner = self.exists(ex, f"{body} and {enc.before(h, ph, B, 'b')} and {st} and {mine}")
+        return f"not (exists ({', '.join([t] + xb)} : {cb} and not ({inner})))"
+
     # ------------------------------------------------------------ ordered patterns
     def ordered(self, A: Event, B: Event, need: str, E2: frozenset, conv2: bool, rank: int,
                 mask: frozenset):
@@ -247,7 +268,7 @@ class Builder:
                     if any(t.name == w.targets[0].name for t in r.targets) and \
                             any(t.name == tb.name for tb in A.trailing for t in r.targets):
                         first_edges.append(("trailing", r, w, FULL, w.L2))
-        firsts = []
+        firsts, unions = [], []
         for kind, s1, s2, lvl, L2 in first_edges:
             g = self.grants(lvl, L2, mask)
             t1, ex1, h1, ph1 = self.edge_text(A, "a", "fence" if kind == "fence" else "pair",
@@ -256,8 +277,9 @@ class Builder:
             if g[need] & E2:
                 body = (f"{t1} and {enc.before(h1, ph1, B, 'b')} and "
                         f"{enc.cover(h1, ph1, B, 'b', conv2)}")
-                yield f"{kind} at line {s1.srcinfo.line}", self.wrap(
-                    A, B, rank, self.exists(ex1, body))
+                label = f"{kind} at line {s1.srcinfo.line}"
+                yield label, self.wrap(A, B, rank, self.exists(ex1, body))
+                unions.append((label, ex1, t1, h1, ph1))
         # P2 after every P1 (cheaper patterns first): a second edge caught by what the first
         # granted (issue/full quals)
         for kind, s1, lvl, g, t1, ex1, h1, ph1 in firsts:
@@ -271,8 +293,24 @@ class Builder:
                 t2, ex2, h2, ph2 = self.edge_text(h1, ph1, kind2, u1, u2, "s")
                 body = (f"{t1} and {t2} and {enc.before(h2, ph2, B, 'b')} and "
                         f"{enc.cover(h2, ph2, B, 'b', conv2)}")
-                yield (f"{kind} at line {s1.srcinfo.line} then {kind2} at line "
-                       f"{u1.srcinfo.line}"), self.wrap(A, B, rank, self.exists(ex1 + ex2, body))
+                label = f"{kind} at line {s1.srcinfo.line} then {kind2} at line {u1.srcinfo.line}"
+                yield label, self.wrap(A, B, rank, self.exists(ex1 + ex2, body))
+                unions.append((label, ex1 + ex2, f"{t1} and {t2}", h2, ph2))
+        # last, each pattern's instances together: every thread of B is a thread of some
+        # instance of the pattern's holder that is caught and before B (the union of several
+        # holders, e.g. one Await per CTA before a collective both CTAs issue)
+        if not conv2:
+            for label, ex, body, h, ph in unions:
+                text = self.union_text(B, ex, body, h, ph)
+                if text is not None:
+                    yield f"{label}, its instances together", self.wrap(A, B, rank, text)
+
+
+def _fewer_threads(h: Event, B: Event) -> bool:
+    """h's instances may each run fewer threads than B's (so only several cover B)."""
+    nh = h.mapping.num_threads if h.mapping is not None else None
+    nb = B.mapping.num_threads if B.mapping is not None else None
+    return nh is None or nb is None or nh < nb
 
 
 def is_empty(text: str) -> tuple[bool, isl.Set]:
