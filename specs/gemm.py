@@ -473,3 +473,6 @@ VARIANT_CONFIGS = [
 VARIANTS = {c.name: gemm(c) for c in VARIANT_CONFIGS}
 globals().update(VARIANTS)
 VERIFY_SIZES = {"M": 256, "N": 512, "K": 512}  # M: the 2x1 cluster variant's M % 256
+#: seconds per stage (exogpu-verify, verify()): the 2x1-cluster variant's proof takes ~60 s of
+#: CPU alone, so the default 60 s would make its verdict depend on the machine's load
+VERIFY_TIMEOUT = 600

@@ -45,10 +45,14 @@ def smtlib_of(ob: Obligation, lift: bool = False) -> str:
 
 
 def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
-              max_ms: int = 60000) -> None:
+              max_ms: int = 180000) -> None:
     """Decide every obligation isl found empty with each of ``solvers``; all must answer
     ``unsat`` (see the module docstring). Records ``extra["smtlib"]``,
-    ``extra["solvers"]`` and ``extra["solver_seconds"]``; raises ``Unsupported``."""
+    ``extra["solvers"]`` and ``extra["solver_seconds"]``; raises ``Unsupported``. Each
+    solver has at most ``max_ms`` per obligation (and the stage ends at ``deadline``): 3
+    minutes, as cvc5's strategies run one after the other (the 2x1-cluster GEMM's WAR sA
+    needs ~32 s alone: 15 s default and 10 s mbqi slices fail, the lifted script decides),
+    so a loaded machine still decides it."""
     seen: dict = {}
     for ob in obs:
         if ob.empty is not True:
