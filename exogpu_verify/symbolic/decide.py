@@ -50,9 +50,9 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
     ``unsat`` (see the module docstring). Records ``extra["smtlib"]``,
     ``extra["solvers"]`` and ``extra["solver_seconds"]``; raises ``Unsupported``. Each
     solver has at most ``max_ms`` per obligation (and the stage ends at ``deadline``): 3
-    minutes, as cvc5's strategies run one after the other (the 2x1-cluster GEMM's WAR sA
-    needs ~32 s alone: 15 s default and 10 s mbqi slices fail, the lifted script decides),
-    so a loaded machine still decides it."""
+    minutes, as cvc5's strategies run one after the other (on the 2x1-cluster GEMM's WAR sA
+    the 15 s default and 10 s mbqi slices fail before the lifted script decides it in
+    7-10 s, or in some runs not within the rest of the limit)."""
     seen: dict = {}
     for ob in obs:
         if ob.empty is not True:
