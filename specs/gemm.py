@@ -472,8 +472,8 @@ VARIANTS = {c.name: gemm(c) for c in VARIANT_CONFIGS}
 #: generated, healthy and checked concretely, but not shipped as proven: the B multicast is
 #: issued by both CTAs' producer warps, each behind its own CTA's ``war`` Await, and the
 #: symbolic proof (isl takes the two Await instances together, Z3 agrees) is not decided
-#: reliably by cvc5: one obligation (WAR sA) takes its lifted script 7-10 s in some runs and
-#: more than 150 s in others (README, "GEMM library"). Not module-level names, so
+#: reliably by cvc5: one obligation (WAR sA) took its lifted script 6.6-9.5 s in five runs and
+#: more than 150 s in one (README, "GEMM library"). Not module-level names, so
 #: ``specs/`` stays all-proven.
 UNPROVEN_CONFIGS = [GemmConfig("bf16", "f32", 256, 4, "cooperative", 2, cluster=2)]
 UNPROVEN = {c.name: gemm(c) for c in UNPROVEN_CONFIGS}

@@ -52,7 +52,7 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
     solver has at most ``max_ms`` per obligation (and the stage ends at ``deadline``): 3
     minutes, as cvc5's strategies run one after the other (on the 2x1-cluster GEMM's WAR sA
     the 15 s default and 10 s mbqi slices fail before the lifted script decides it in
-    7-10 s, or in some runs not within the rest of the limit)."""
+    6.6-9.5 s in five runs, and in one not within the rest of the limit)."""
     seen: dict = {}
     for ob in obs:
         if ob.empty is not True:

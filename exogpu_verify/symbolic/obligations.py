@@ -104,12 +104,8 @@ class Builder:
         enc = self.enc
         tgt = w.targets[0]
         decl = self.prog.vars[tgt.name]
-        elem = [f"z{pr}{pw}{i}" for i in range(len(decl.shape))]
-        wel = enc.barrier_elems(tgt, w, pw, elem)
-        rel = " or ".join(f"({enc.barrier_elems(t, r, pr, elem)})" for t in r.targets
-                          if t.name == tgt.name) or "1 = 0"
         same = enc.same_prefix(r, pr, w, pw, decl.depth)
-        elem_q = f"exists ({', '.join(elem)} : {wel} and ({rel}))" if elem else f"({rel})"
+        elem_q = self.same_element(r, pr, w, pw)
         base = f"{same} and {elem_q} and {enc.before(r, pr, w, pw)}"
         if decl.mem.kind != "commit":
             return f"({base})"
@@ -133,6 +129,16 @@ class Builder:
                 for seq in itertools.product(arrs, repeat=w.N)]
         return f"({base} and ({' or '.join(alts)}))"
 
+    def same_element(self, r: Event, pr: str, w: Event, pw: str) -> str:
+        """Arrive instance r targets the element of w's barrier that w awaits."""
+        enc = self.enc
+        tgt = w.targets[0]
+        elem = [f"z{pr}{pw}{i}" for i in range(len(self.prog.vars[tgt.name].shape))]
+        wel = enc.barrier_elems(tgt, w, pw, elem)
+        rel = " or ".join(f"({enc.barrier_elems(t, r, pr, elem)})" for t in r.targets
+                          if t.name == tgt.name) or "1 = 0"
+        return f"exists ({', '.join(elem)} : {wel} and ({rel}))" if elem else f"({rel})"
+
     def _newer(self, r: Event, pr: str, w: Event, pw: str, seq: list, same_elem: bool) -> str:
         """``seq[k]`` has an instance after r and the newer ones, before w, run by w's threads
         in r's allocation instance (``same_elem``: on w's element of the group), for each k:
@@ -149,12 +155,7 @@ class Builder:
             chain.append(enc.cover(w, pw, a, pk, False))
             chain.append(enc.same_prefix(a, pk, w, pw, decl.depth))
             if same_elem:
-                elem = [f"z{pk}{pw}{i}" for i in range(len(decl.shape))]
-                wel = enc.barrier_elems(tgt, w, pw, elem)
-                ael = " or ".join(f"({enc.barrier_elems(t, a, pk, elem)})" for t in a.targets
-                                  if t.name == tgt.name)
-                chain.append(f"exists ({', '.join(elem)} : {wel} and ({ael}))" if elem
-                             else f"({ael})")
+                chain.append(self.same_element(a, pk, w, pw))
             prev, prev_p = a, pk
         chain.append(enc.before(prev, prev_p, w, pw))
         return self.exists(pres, " and ".join(chain))

@@ -79,7 +79,7 @@ def test_parent_stops_at_the_budget():
 
 # ---------------------------------------------------------------- sizes
 def spec_variant_names() -> set[str]:
-    """Every variant of specs/gemm.py and specs/gemv.py (and any in an ``UNPROVEN`` dict)."""
+    """Every variant of specs/gemm.py and specs/gemv.py, the unproven ones too."""
     from exogpu_verify.loader import load_module
     names = set()
     for f in ("gemm", "gemv"):

@@ -19,8 +19,8 @@ from exogpu_codegen.cli import main
 from exogpu_codegen.health import check_health, expect_wgmma_pipeline, sass_tools
 
 G = load_module("specs/gemm.py")
-ALL = {**G.VARIANTS, **getattr(G, "UNPROVEN", {})}
-CONFIGS = {c.name: c for c in G.VARIANT_CONFIGS + getattr(G, "UNPROVEN_CONFIGS", [])}
+ALL = {**G.VARIANTS, **G.UNPROVEN}
+CONFIGS = {c.name: c for c in G.VARIANT_CONFIGS + G.UNPROVEN_CONFIGS}
 
 
 def _tools_or_skip():
