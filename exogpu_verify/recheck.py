@@ -154,6 +154,11 @@ def schema_problems(data: dict) -> list[str]:
                 continue
             _field(o, "by", str, w2 + ".", pr)
             _field(o, "set", str, w2 + ".", pr)
+        if "strategy" in ob:  # optional: how a solver decided it (a hint, not evidence)
+            st = _field(ob, "strategy", dict, where, pr)
+            for k, v in (st or {}).items():
+                if not isinstance(v, str):
+                    pr.append(f"{where}strategy.{k}: {_jtype(v)} (expected a string)")
         sv = _field(ob, "solvers", dict, where, pr)
         if sv is not None:
             for s in ("isl",) + PROOF_SOLVERS:
@@ -436,11 +441,16 @@ def derive_obligations(p, timeout_s: float = 60.0, replay: list | None = None):
     that writes certificates (``verify`` in symbolic mode: static analyses, isl, Z3, cvc5).
     ``replay``: a certificate's obligation records, whose orderings are taken where the
     program gives them (``symbolic.check.replaying``: the solvers decide, isl subtracts
-    nothing); without it, isl chooses them as when proving."""
+    nothing), and whose recorded cvc5 strategy is tried first (``solvers.preferring``);
+    without it, isl chooses them as when proving."""
     from .api import verify
     from .symbolic.check import replaying
+    from .symbolic.solvers import preferring
 
-    with replaying(replay) if replay is not None else contextlib.nullcontext():
+    first = {o["smtlib"]: o["strategy"]["cvc5"] for o in replay or ()
+             if isinstance(o.get("strategy"), dict) and isinstance(o["strategy"].get("cvc5"), str)}
+    with replaying(replay) if replay is not None else contextlib.nullcontext(), \
+            preferring(first):
         r = verify(p, mode="symbolic", timeout_s=timeout_s)
     if r.verdict != "proven" or "obligations" not in r.extra:
         why = f"verdict {r.verdict}" + (f": {r.reason}" if r.reason else "")

@@ -89,7 +89,7 @@ def obligation_record(ob) -> dict:
     if not ex.get("smtlib") or any(solvers.get(s) != "unsat" for s in PROOF_SOLVERS):
         raise ValueError(f"obligation {ob.name} was not discharged by "
                          f"{' and '.join(PROOF_SOLVERS)} (solvers: {solvers})")
-    return {
+    rec = {
         "name": ob.name,
         "kind": ob.kind,
         "conflict": ob.conflict,
@@ -98,6 +98,9 @@ def obligation_record(ob) -> dict:
         "solvers": solvers,
         "seconds": round(ob.seconds, 4),
     }
+    if ex.get("strategy"):  # e.g. {"cvc5": "--seed=1"}: how to re-run it by hand
+        rec["strategy"] = dict(ex["strategy"])
+    return rec
 
 
 def certificate_data(p, obligations, source: str | None = None) -> dict:

@@ -50,9 +50,8 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
     ``unsat`` (see the module docstring). Records ``extra["smtlib"]``,
     ``extra["solvers"]`` and ``extra["solver_seconds"]``; raises ``Unsupported``. Each
     solver has at most ``max_ms`` per obligation (and the stage ends at ``deadline``): 3
-    minutes, as cvc5's strategies run one after the other (on the 2x1-cluster GEMM's WAR sA
-    the 15 s default and 10 s mbqi slices fail before the lifted script decides it in
-    6.6-9.5 s in five runs, and in one not within the rest of the limit)."""
+    minutes, as cvc5's strategies (restarts with other seeds, the lifted script; see
+    ``solvers.CVC5_STRATEGIES``) run one after the other."""
     seen: dict = {}
     for ob in obs:
         if ob.empty is not True:
@@ -87,6 +86,8 @@ def discharge(obs: list, solvers=SOLVERS, deadline: float | None = None,
             a = seen[key]
             answers[solver] = a.result
             secs[solver] = round(a.seconds, 4)
+            if a.strategy:  # cvc5 answered under other options than its defaults
+                ob.extra.setdefault("strategy", {})[solver] = a.strategy
             if a.result == "unsat":
                 continue
             if a.result == "sat" and replayed:

@@ -121,3 +121,91 @@ def test_cvc5_without_time_left_is_unknown_not_an_error():
 
     a = run_cvc5("(set-logic LIA)\n(assert false)\n(check-sat)\n", 0)
     assert a.result == "unknown" and "no time left" in a.reason
+
+
+def test_cvc5_restarts_with_other_seeds_and_stops_at_sat(monkeypatch):
+    """cvc5's time is heavy-tailed in its seed, so an ``unknown`` under the default options
+    is followed by restarts with other seeds (and the lifted script); the first ``sat`` or
+    ``unsat`` ends the search, and the whole search keeps within the limit."""
+    from exogpu_verify.symbolic import solvers as S
+
+    seen = []
+
+    def fake(text, ms, opts=()):
+        seen.append((text, ms, dict(opts)))
+        if dict(opts).get("seed") == "3":
+            return S.Answer("cvc5", "sat", 0.0, "")
+        return S.Answer("cvc5", "unknown", 0.0, "cvc5 answered unknown (timeout)")
+
+    monkeypatch.setattr(S, "_cvc5_once", fake)
+    a = S.run_cvc5("plain", 100000, lifted=lambda: "lifted")
+    assert a.result == "sat"
+    assert [o.get("seed") for _, _, o in seen] == [None, "1", "3"]
+    assert all(t == "plain" and ms <= 8000 for t, ms, _ in seen)
+    seen.clear()
+    clock = [0.0]  # each fake run takes its whole slice
+
+    def slow(text, ms, opts=()):
+        seen.append((text, ms, dict(opts)))
+        clock[0] += ms / 1000
+        return S.Answer("cvc5", "unknown", ms / 1000, "cvc5 answered unknown (timeout)")
+
+    monkeypatch.setattr(S, "_cvc5_once", slow)
+    monkeypatch.setattr(S.time, "perf_counter", lambda: clock[0])
+    a = S.run_cvc5("plain", 100000, lifted=lambda: "lifted")
+    assert a.result == "unknown"
+    assert "lifted" in {t for t, _, _ in seen}            # the lifted script was tried
+    assert len({tuple(sorted(o.items())) for _, _, o in seen}) >= 5  # several seeds/options
+    assert sum(ms for _, ms, _ in seen) <= 100000          # never past the limit
+
+
+def test_cvc5_seeds_decide_alike():
+    """A seed steers cvc5's search, never its answer: on a true and on a false obligation
+    every strategy's options give the same verdict."""
+    from exogpu_verify.symbolic.smtlib import obligation_smtlib
+    from exogpu_verify.symbolic.solvers import CVC5_STRATEGIES, _cvc5_once
+
+    conflict = "[N] -> { [i] : 0 <= i < 2N and i mod 2 = 0 and N >= 1 }"
+    for ordered, want in (("[N] -> { [i] : exists (k : i = 2k and 0 <= k < N) }", "unsat"),
+                          ("[N] -> { [i] : exists (k : i = 2k and 0 <= k < N - 1) }", "sat")):
+        for lift, opts, _ in CVC5_STRATEGIES:
+            text = obligation_smtlib(conflict, [("o", ordered)], lift=lift)
+            assert _cvc5_once(text, 10000, opts).result == want, (opts, lift)
+
+
+def test_a_recorded_cvc5_strategy_is_tried_first_and_only_from_the_list(monkeypatch):
+    """A certificate names the cvc5 strategy that decided an obligation (``strategy``);
+    re-checking tries it first. A name that is not one of ``CVC5_STRATEGIES`` (a forged
+    option) is ignored, and the answer says which strategy gave it."""
+    from exogpu_verify.symbolic import solvers as S
+
+    seen = []
+
+    def fake(text, ms, opts=()):
+        seen.append(dict(opts))
+        return S.Answer("cvc5", "unsat", 0.0, "")
+
+    monkeypatch.setattr(S, "_cvc5_once", fake)
+    assert S.run_cvc5("t", 1000).strategy == ""                    # the defaults answered
+    with S.preferring({"t": "--seed=3"}):
+        a = S.run_cvc5("t", 1000)
+    assert seen[-1] == {"seed": "3"} and a.strategy == "--seed=3"
+    with S.preferring({"t": "--arith-no-partial-fun --seed=3"}):  # not a strategy of ours
+        a = S.run_cvc5("t", 1000)
+    assert seen[-1] == {} and a.strategy == ""
+    names = [S.strategy_name(lift, o) for lift, o, _ in S.CVC5_STRATEGIES]
+    assert names[0] == names[-1] == "" and {"lifted", "--mbqi", "--seed=1"} <= set(names)
+
+
+def test_the_strategy_field_of_a_certificate_is_checked():
+    from exogpu_verify.recheck import schema_problems
+
+    import json
+    data = json.loads((ROOT / "proofs" / "saxpy.saxpy.json").read_text())
+    assert schema_problems(data) == []
+    data["obligations"][0]["strategy"] = {"cvc5": "--seed=1"}
+    assert schema_problems(data) == []
+    data["obligations"][0]["strategy"] = {"cvc5": 1}
+    assert any("strategy.cvc5: a number (expected a string)" in p for p in schema_problems(data))
+    data["obligations"][0]["strategy"] = "--seed=1"
+    assert any("strategy: a string (expected an object)" in p for p in schema_problems(data))

@@ -1,8 +1,8 @@
 """Holder unions (issue 15): a B run by several threads, each ordered by its own instance of
 the holder. The 2x1-cluster GEMM's B multicast is issued by both CTAs' producer warps, each
 behind its own CTA's ``war`` Await; isl discharges every obligation with the two Await
-instances together and Z3 agrees (cvc5 does not decide one of them reliably, so the
-variant stays in ``UNPROVEN``). Its twins: with one CTA's holder missing, or the consumers'
+instances together and Z3 and cvc5 agree (the shipped variant is proven in
+tests/test_specs.py; its certificate is in proofs/). Its twins: with one CTA's holder missing, or the consumers'
 release reaching only their own CTA, the union no longer covers the copy's threads, and the
 checker finds the race."""
 
@@ -29,7 +29,7 @@ def _twin(tmp_path: Path, edits: list[tuple[str, str]]):
         tail = tail.replace(old, new)
     f = tmp_path / f"gemm_twin_{abs(hash(tuple(edits)))}.py"
     f.write_text(head + tail)
-    return load_path(f, "exogpu_union_twins").UNPROVEN[NAME]
+    return load_path(f, "exogpu_union_twins").VARIANTS[NAME]
 
 
 RELEASE_OWN_CTA = [
@@ -59,7 +59,7 @@ def test_a_missing_holder_is_a_race(tmp_path, edits, what):
 
 @pytest.mark.slow
 def test_the_cluster_gemm_is_discharged_by_the_two_awaits_together():
-    p = load_path(ROOT / "specs" / "gemm.py", "exogpu_union_spec").UNPROVEN[NAME]
+    p = load_path(ROOT / "specs" / "gemm.py", "exogpu_union_spec").VARIANTS[NAME]
     res = check_sync_symbolic(p, timeout_s=900, solvers=("z3",))
     assert res.verdict == "proven", res.reason
     unions = [ob for ob in res.obligations
