@@ -170,3 +170,82 @@ def test_family_follows_its_member_records(seed):
                        if g.is_live()) == want
         fams = [g for g in fams if g.is_live()]
         _same(fams, refs)
+
+
+def _random_generic_family(rng):
+    """A family of one-thread generic-proxy records (first qual c2, as batch.py makes them),
+    not yet proxy-fenced, and the reference records of its members."""
+    from exogpu_verify.amir.machine import Event
+    from exogpu_verify.ir.timelines import QUAL_TLS
+
+    q0 = QUAL_TLS["c2"].bit
+    masks = list(dict.fromkeys(1 << rng.randrange(64) for _ in range(rng.randint(2, 6))))
+    hull = ((0, rng.randint(1, 4)), (0, rng.randint(1, 4)))
+    shape = tuple(b - a for a, b in hull)
+    vol = shape[0] * shape[1]
+    ids = np.array([rng.randrange(len(masks)) if rng.random() < 0.8 else -1
+                    for _ in range(vol)], np.int32)
+    if not (ids >= 0).any():
+        ids[0] = 0
+    selfkeys = [(q0, f) for f in range(4)]
+    mutate = rng.random() < 0.6
+    mids = sorted({int(k) for k in ids if k >= 0})
+    f = Family(_VS(), hull, ids.reshape(shape), mutate, False, None, GQUALS, TASK, selfkeys,
+               masks, mids)
+    f.prx = f.union
+    refs = []
+    for e in range(vol):
+        k = int(ids[e])
+        if k < 0:
+            continue
+        idx = tuple(int(x) + h[0] for x, h in zip(np.unravel_index(e, shape), hull))
+        ev = Event(None, "x", TASK, masks[k], (), {})
+        r = Record(tuple((x, x + 1) for x in idx), mutate, False, ev, GQUALS, "x")
+        r.flags = {key: {TASK: masks[k]} for key in selfkeys}
+        r.prx = masks[k]
+        refs.append((idx, k, r))
+    return f, refs, masks
+
+
+def _gq():
+    from exogpu_verify.ir.timelines import QUAL_TLS
+
+    return frozenset(QUAL_TLS[n].bit for n in ("c1", "c2", "mbar", "sm80", "g2s", "aret"))
+
+
+GQUALS = _gq()
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_generic_family_follows_its_member_records(seed):
+    # the proxy state: Fences (some of them proxy Fences) catch and fence the members as
+    # Machine.fence does for records; the view (aret) and prx must follow each member's
+    rng = random.Random(seed)
+    f, refs, masks = _random_generic_family(rng)
+    fams = [f]
+    bits = sorted(GQUALS)
+    for _ in range(10):
+        task = rng.choice([TASK, TASK, TASK, OTHER, ALL])
+        mask = -1 if task == ALL else _mask(rng, masks)
+        full1 = frozenset(rng.sample(bits, rng.randint(0, 3)))
+        temp1 = tuple(sorted(set(rng.sample(bits, rng.randint(0, 3))) | full1))
+        full2 = tuple(sorted(rng.sample(bits, rng.randint(0, 4))))
+        temp2 = tuple(sorted(set(rng.sample(bits, rng.randint(0, 3))) | set(full2)))
+        proxy = rng.random() < 0.5
+        for g in list(fams):  # batch.prepare_sync
+            if not g.uniform_for(task, mask):
+                part = g.split({k for k in g.mids if masks[k] & mask})
+                if part is not None:
+                    fams.append(part)
+        for g in fams + [r for _, _, r in refs]:  # Machine.fence
+            lvl = g.sync_level(task, mask, full1, temp1)
+            if lvl is None:
+                continue
+            g.augment(task, mask, full2, temp2, lvl)
+            if g.prx is not None and lvl & 3 == FULL:
+                g.fenced(task, mask, proxy, None)
+        fams = [g for g in fams if g.is_live()]
+        _same(fams, refs)
+        for idx, k, r in refs:
+            g = next(g for g in fams if (idx, k) in g.members_in())
+            assert (g.member(k).prx == 0) == (r.prx == 0), (idx, k)
