@@ -130,6 +130,52 @@ def test_oracle_corpus_agrees(prog_loader):
     assert t.batched >= 0.5 * t.runs, (t.batched, t.runs)
 
 
+def _prog_modules():
+    """The hand-written programs of ``tests/amir/progs`` and ``tests/symbolic/progs``, with the
+    arguments and sizes their tests use."""
+    mp = load_path(ROOT / "tests" / "amir" / "progs" / "machine_progs.py", "exogpu_batch_mp")
+    op = load_path(ROOT / "tests" / "amir" / "progs" / "oracle_progs.py", "exogpu_batch_op")
+    ar = load_path(ROOT / "tests" / "symbolic" / "progs" / "alternating_ring.py",
+                   "exogpu_batch_ar")
+    out = []
+    for order in ("raw", "war", "waw"):
+        for fence in ("none", "cta", "warp"):
+            out.append((f"two_warps-{order}-{fence}", lambda o=order, f=fence:
+                        mp.two_warps(o, f), {"N": 2}))
+    for k, a in {"in_warp": (False,), "in_warp_fenced": (True,), "in_warp_same": (False, 0),
+                 "in_warp_no_free_fence": (True, 1, False)}.items():
+        out.append((k, lambda a=a: mp.in_warp(*a), {"N": 2}))
+    for k, kw in {"ring": {}, "ring_no_war": {"await_war": False}, "ring_pre0": {"pre": 0},
+                  "ring_off1": {"off": 1}, "ring_no_final": {"final": False}}.items():
+        out.append((k, lambda kw=kw: mp.ring(**kw), {"K": 6}))
+    for t in ("slice", "two", "one"):
+        out.append((f"multicast-{t}", lambda t=t: mp.multicast(t), {"N": 2}))
+    for d in (0, 1, 2):
+        out.append((f"commit_groups-{d}", lambda d=d: mp.commit_groups(d), {"K": 5}))
+    for c in ("cluster", "fence", "cta"):
+        out.append((f"cluster_pair-{c}", lambda c=c: mp.cluster_pair(c), {"N": 2}))
+    for a in ("atomic", "write"):
+        out.append((f"atomics-{a}", lambda a=a: mp.atomics(a), {"N": 2}))
+    out.append(("out_of_bounds", lambda: mp.out_of_bounds, {"N": 2}))
+    out.append(("two_arrive_statements", lambda: op.two_arrive_statements, {"T": 2}))
+    out.append(("mixed_precision", lambda: op.mixed_precision, {"N": 64}))
+    out.append(("never_arrived", lambda: op.never_arrived, {"T": 2}))
+    for name in ("alternating_ring", "alternating_ring_bad"):
+        p = getattr(ar, name)
+        sizes = {prm.name: 4 for prm in p.params if not prm.is_data}
+        out.append((name, lambda p=p: p, sizes))
+    return out
+
+
+def test_prog_modules_agree():
+    t = Tally()
+    for name, make, sizes in _prog_modules():
+        p = make()
+        t.same(p, {k: v for k, v in sizes.items() if p.param(k)})
+    assert t.verdicts["checked"] and t.verdicts["refuted"], t.verdicts
+    assert t.batched >= 0.5 * t.runs, (t.batched, t.runs)
+
+
 def _shipped():
     out = []
     for folder in ("specs", "examples"):
