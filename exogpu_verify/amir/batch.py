@@ -4,8 +4,9 @@ and recorded at once, with numpy, instead of one statement instance at a time.
 An *access nest* is a ``seq``/``cuda_threads`` loop whose whole body is such loops, accesses
 without trailing barriers (scalar assignments and reductions, instruction calls on small
 windows) and ``AmCheck`` statements, with loop bounds that do not depend on the nest's
-iterators, inside a task of a kernel or at CPU scope. The per-element machine runs it instance by instance in program order
-(lexicographic in the iteration vector, then body order); ``run_nest`` evaluates every
+iterators, inside a task of a kernel or at CPU scope. The per-element machine runs it
+instance by instance in program order (lexicographic in the iteration vector, then body
+order); ``run_nest`` evaluates every
 instance's elements, executing threads and program-order position as arrays, and either
 proves that the per-element run of the nest raises nothing and computes the state it leaves,
 or returns None, and the caller runs the nest element by element (from the unchanged state).
