@@ -290,3 +290,35 @@ for t in cuda_threads(0, 64, unit=cuda_thread):
 '''
     _check(body, "checked", sizes={"T": 2})
     _check(body, "refuted", "bounds", "# READ", sizes={"T": 3}, batched=False)
+
+
+CPU_KERNEL = '''
+def prog(N: size, A: f32[N, 64] @ CudaGmemLinear, O: f32[N, 64] @ CudaGmemLinear):
+    for i in seq(0, N):
+        for j in seq(0, 64):
+            A[i, j] = 1.0
+    with CudaDeviceFunction(blockDim=64):
+        for task in cuda_tasks(0, N):
+            for t in cuda_threads(0, 64, unit=cuda_thread):
+                O[task, t] = A[task, t]
+AFTER
+'''
+
+
+@pytest.mark.parametrize("after,verdict", [
+    ("", "checked"),
+    ("    for i in seq(0, N):\n        for j in seq(0, 64):\n"
+     "            A[i, j] = O[i, 63 - j]  # CPU", "refuted")])
+def test_cpu_families_across_a_kernel(after, verdict):
+    # CPU-scope families (every thread's) caught by the launch; the kernel's families read
+    # back on the CPU without a stream synchronization are a hazard, as element by element
+    src = CPU_KERNEL.replace("AFTER", after)
+    p = parse_proc_source(src, {}, file="<cpu-kernel>")
+    a, b = _outcome(p, {"N": 3}, True), _outcome(p, {"N": 3}, False)
+    assert a == b and a[0] == verdict, a
+    m = interp.Machine(lower_to_amir(p), {"N": 3})
+    try:
+        m.run()
+    except interp.Hazard:
+        assert verdict == "refuted"
+    assert m.batched_nests >= 2
