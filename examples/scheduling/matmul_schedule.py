@@ -170,9 +170,9 @@ def check_equal(p0, p1, sizes=(("M", 64), ("N", 128), ("K", 64)), seed=0):
     return np.array_equal(C0, C1)
 
 
-# The all-size proof takes ~4 s of CPU, the concrete fallback at VERIFY_SIZES ~46 s (measured
-# on the project's 2-core machine, 8 s and 88 s wall at load average 4.4): 600 s per stage
-# keeps either verdict independent of the machine's load.
+# The all-size proof takes ~4 s of CPU, the concrete fallback at VERIFY_SIZES 0.15 s (46-55 s
+# before batched scalar statements; 2-core machine, bench/RESULTS.md): 600 s per stage keeps
+# either verdict independent of the machine's load.
 VERIFY_TIMEOUT = 600  # seconds per stage (exogpu-verify, verify())
 
 #: the final scheduled kernel, so `exogpu-verify examples/scheduling/` proves it for all sizes

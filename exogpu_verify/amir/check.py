@@ -76,9 +76,24 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
                     f"sizes violate assert {expr_str(pred)}")
     am = lower_to_amir(p)
     m = Machine(am, env, deadline)
+    rerun = False
     try:
-        m.run()
+        try:
+            m.run()
+        except (Hazard, CheckError):
+            if not m.batched_nests:
+                raise
+            # batched access nests found a failure (batch.py: only when the per-element run
+            # fails too); the report is the per-element machine's, re-run from the start
+            rerun = True
+            m = Machine(am, env, deadline, batch=False)
+            m.run()
     except TimeoutError:
+        if rerun:
+            return ("unknown", (), None, "the concrete check found a hazard, but re-running "
+                    "it element by element for the report did not finish within the timeout "
+                    f"({m.steps} statement instances executed); use smaller sizes or "
+                    "--timeout")
         return ("unknown", (), None, f"the concrete check did not finish within the timeout "
                 f"({m.steps} statement instances executed); use smaller sizes or --timeout")
     except Hazard as h:

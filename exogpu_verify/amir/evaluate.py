@@ -57,6 +57,34 @@ def ev(e, env):
     return hit[1](env)
 
 
+def _pyv(e) -> str:
+    """``_py`` for numpy arrays of iterator values: the logical operators elementwise."""
+    if isinstance(e, N.BinOp) and e.op in ("and", "or"):
+        return f"_np.logical_{e.op}({_pyv(e.lhs)}, {_pyv(e.rhs)})"
+    if isinstance(e, N.UnOp) and e.op == "not":
+        return f"_np.logical_not({_pyv(e.arg)})"
+    if isinstance(e, N.BinOp):
+        return f"({_pyv(e.lhs)} {_PY[e.op]} {_pyv(e.rhs)})"
+    if isinstance(e, N.UnOp):
+        return f"(-{_pyv(e.arg)})"
+    return _py(e)
+
+
+_COMPILED_VEC: dict = {}
+
+
+def ev_vec(e, env):
+    """``ev`` where some iterators are numpy arrays (batched nests): the value broadcast over
+    them (``/`` and ``%`` floor as in Python, as numpy's integer operators do)."""
+    hit = _COMPILED_VEC.get(id(e))
+    if hit is None or hit[0] is not e:
+        import numpy
+
+        fn = eval(f"lambda E: {_pyv(e)}", {"_np": numpy})  # noqa: S307 - our own IR
+        hit = _COMPILED_VEC[id(e)] = (e, fn)
+    return hit[1](env)
+
+
 _STREAM_BITS = tuple(q.bit for q in cuda_stream_sync.full)
 _LAUNCH_L1 = tuple(sorted(set(_STREAM_BITS) | {QUAL_TLS["cpu"].bit}))
 _FREE_BITS = (QUAL_TLS["c2"].bit, QUAL_TLS["aret"].bit)

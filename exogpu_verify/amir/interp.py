@@ -36,6 +36,14 @@ task) is updated by exactly the statements that are replayed for real, in the sa
 The first error of task t, if any, is therefore the first one raised by a replayed statement,
 with the same threads and iterators in its report. ``steps`` still counts every statement
 instance of the program.
+
+Batched access nests (``batch.py``; ``replay.py`` for traces). A ``seq``/``cuda_threads``
+nest of plain scalar accesses runs at once as arrays; it leaves families of records
+(``family.py``) that the rest of the machine treats as their member records. Only what the
+rules of ``rules.py`` and ``machine.py`` treat exactly as families do is batched (soundness
+argument and the list in ``batch.py``). A batched run that raises nothing implies that the
+per-element run raises nothing; when it raises, ``check.py`` re-runs the program element by
+element for the report, so verdicts and reports are the per-element machine's.
 """
 
 from __future__ import annotations
@@ -51,6 +59,8 @@ from .hints import hazard_hint
 from .reuse import smem_reused_by_async
 from .rules import ClusterBarrier, check_free, check_ring_balance, split_for_sync
 from .threads import CollectiveError, bits, range_mask, tile, warps
+from . import batch as B
+from . import replay as R
 from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
                        CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
                        _ref_values_slow, _sync_bits, _sync_bits_full, box_and_key, box_of,
@@ -59,6 +69,8 @@ from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # 
 
 #: default for ``Machine(reuse_tasks=None)``; tests switch it off to compare both runs
 REUSE_TASKS = True
+#: default for ``Machine(batch=None)``: run access nests batched (``batch.py``)
+BATCH_NESTS = True
 
 _LEAF = frozenset({A.AmAccess, A.AmFence, A.AmArrive, A.AmAwait, A.AmAlloc, A.AmFree,
                    A.AmCheck})
@@ -66,7 +78,7 @@ _LEAF = frozenset({A.AmAccess, A.AmFence, A.AmArrive, A.AmAwait, A.AmAlloc, A.Am
 
 class Machine:
     def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None,
-                 reuse_tasks: bool | None = None):
+                 reuse_tasks: bool | None = None, batch: bool | None = None):
         self.am = am
         #: SMEM allocations whose freed bytes an async-proxy write may reuse (amir/reuse.py):
         #: their generic accesses must reach the async proxy before the free
@@ -100,13 +112,28 @@ class Machine:
         self._traces: dict = {}
         self._trace = None  # while recording a reference task: [(stmt, mask, env)]
         self._trace_local: frozenset = frozenset()
+        #: batched access nests (``batch.py``): how many ran batched, the families of each
+        #: running task, and the table of thread masks families refer to by index
+        self.batch = BATCH_NESTS if batch is None else batch
+        self.batched_nests = 0
+        self.fam_index: dict[int, set] = {}
+        self.masks: list[int] = []
+        self._mask_ids: dict[int, int] = {}
+        self._nest_shapes: dict = {}  # batch._shape results per (nest, mask, trips)
         # bound methods, so that subclasses and patched methods are honoured
         self._dispatch = {
             A.AmAccess: self.access, A.AmFor: self.loop, A.AmIf: self._if,
             A.AmFence: self._fence_stmt, A.AmArrive: self.arrive, A.AmAwait: self.await_,
             A.AmAlloc: self.alloc, A.AmFree: self.free, A.AmWarps: self.with_warps,
-            A.AmKernel: self.kernel, A.AmCheck: self.check,
+            A.AmKernel: self.kernel, A.AmCheck: self.check, R.NestEntry: self._replay_nest,
         }
+
+    def mask_id(self, mask: int) -> int:
+        k = self._mask_ids.get(mask)
+        if k is None:
+            k = self._mask_ids[mask] = len(self.masks)
+            self.masks.append(mask)
+        return k
 
     # ------------------------------------------------------------ records
     def _register(self, rec: Record, task: int):
@@ -267,7 +294,31 @@ class Machine:
         if self.deadline is not None and time.perf_counter() > self.deadline:
             raise TimeoutError
 
+    def _batched(self, s: A.AmFor) -> bool:
+        """Run access nest ``s`` batched if ``batch.run_nest`` can (see ``batch.py``)."""
+        n = B.run_nest(self, s)
+        if n is None:
+            return False
+        self.steps += n
+        self.batched_nests += 1
+        if self._trace is not None:
+            # a reference task: later tasks replay the nest's non-task-local statements
+            info = B.nest_info(s)
+            only = frozenset(x.name for x, _ in info.stmts) - self._trace_local
+            if only or info.checks:  # (the checks run in every task, as AmCheck entries do)
+                self._trace.append((R.NestEntry(s, only), self.mask, dict(self.env)))
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise TimeoutError
+        return True
+
+    def _replay_nest(self, e: R.NestEntry):
+        if B.run_nest(self, e.node, e.only) is None:
+            R.run_elementwise(self, e.node, e.only)
+
     def loop(self, s: A.AmFor):
+        if self.batch and s.kind != "task" and (self.cfg is None) == (self.task == ALL) \
+                and self._batched(s):
+            return
         lo, hi = ev(s.lo, self.env), ev(s.hi, self.env)
         env = self.env
         if s.kind == "threads":
@@ -298,6 +349,7 @@ class Machine:
                             frozenset((k, v) for k, v in env.items() if k not in titers))
                 except TypeError:  # an unhashable value: run every task
                     rkey = None
+            plan = None  # the reference trace without what these tasks need not replay
             for i in range(lo, hi):
                 env[s.iter] = i
                 self.ntasks += 1
@@ -306,7 +358,10 @@ class Machine:
                 ref = self._traces.get(rkey) if rkey is not None else None
                 if ref is not None:
                     self.replayed_tasks += 1
-                    self._replay(ref[0], {k: env[k] for k in titers}, ref[1])
+                    if plan is None:
+                        plan = R.prune(self, ref[0], {k: env[k] for k in self.task_iters},
+                                       s.iter, i, hi) if self.batch else ref[0]
+                    self._replay(plan, {k: env[k] for k in titers}, ref[1])
                 elif rkey is not None:
                     # the reference task: run it fully, recording what later tasks replay
                     steps0 = self.steps
@@ -323,6 +378,7 @@ class Machine:
                 # nothing inside the kernel can synchronize a finished task's records any
                 # more, but the kernel-exit stream fence must still reach them
                 done = self.index.pop(self.task, None)
+                self.fam_index.pop(self.task, None)
                 if done:
                     self.finished |= done
             self.task, self.mask = ALL, -1
@@ -382,6 +438,8 @@ class Machine:
         if v is None:
             return
         check_free(self, v, s)
+        for f in list(v.fams or ()):
+            B.drop_family(self, f)
         for rec in list(v.mutates) + list(v.reads):
             self._unregister(rec)
             rec.dead = True
@@ -434,6 +492,9 @@ class Machine:
                          hint=hazard_hint(rec, ev_new, kind))
 
         lazy = quals[0].lazy  # touches nothing now: checked at the access it prepares
+        if v.fams and not lazy:  # batched records (batch.py) on this box
+            B.touch_families(self, v, box, mode, task, mask, qbits, conv)
+        # (batch._need and batch._plan_var apply these rules to batched nests: keep in step)
         if mode != "read" and not lazy:
             # reads first: they are later in program order than the mutation they read (a
             # mutation supersedes older reads), so the report names the closest conflict
@@ -541,6 +602,8 @@ class Machine:
     # ------------------------------------------------------------ synchronization
     def _fence_bits(self, full1, temp1, full2, temp2, task, mask, proxy=True, srcinfo=None):
         """A Fence given by bit sets (kernel boundaries: the stream fence, a proxy fence)."""
+        if self.fam_index:
+            B.prepare_sync(self, task, mask)
         full1s = frozenset(full1)
         for rec in self._records_for(task):
             if rec.part:
@@ -557,6 +620,8 @@ class Machine:
         full1, temp1 = _sync_bits_full(L1)
         full2, temp2 = _sync_bits(L2)
         proxy = L2.proxy_fence
+        if self.fam_index:
+            B.prepare_sync(self, task, mask)
         for rec in self._records_for(task):
             if rec.part:
                 split_for_sync(self, rec, task, mask, temp1)
@@ -624,6 +689,8 @@ class Machine:
         if elems and elems[0][1].kind == "cluster":
             self.cluster_barrier.arrive(task, s)
         full1, temp1 = _sync_bits_full(s.L1)
+        if self.fam_index:
+            B.prepare_sync(self, task, mask)
         for rec in self._records_for(task):
             if rec.part:
                 split_for_sync(self, rec, task, mask, temp1)

@@ -330,9 +330,10 @@ class VarState:
     """Access history of one allocation instance (or parameter)."""
 
     __slots__ = ("name", "mem", "shape", "mutates", "reads", "task", "untracked_reads",
-                 "last_read")
+                 "last_read", "fams")
 
     def __init__(self, name, mem, shape, task):
+        self.fams = None  # batched records (``family.FamStore``), kept out of the stores
         self.untracked_reads = False  # never mutated and not SMEM: reads need no record
         self.last_read = None  # (statement, task, mask, record) of the last read record
         self.name = name

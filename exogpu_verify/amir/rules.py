@@ -31,12 +31,14 @@ _RMEM_BITS = (QUAL_TLS["c1"].bit,)
 
 
 def check_free(m, v, s: A.AmFree) -> None:
-    """The free of variable state ``v`` (machine ``m``) at statement ``s``; raises Hazard."""
+    """The free of variable state ``v`` (machine ``m``) at statement ``s``; raises Hazard.
+    A family of batched records (``family.py``) passes ``has`` only if every live member
+    does, so it is checked as its members would be."""
     if m.task == ALL:
         return
     if v.mem.is_shared:
         cluster = range_mask(0, m.cfg.blockDim * m.cfg.clusterDim)
-        for rec in list(v.mutates) + list(v.reads):
+        for rec in list(v.mutates) + list(v.reads) + list(v.fams or ()):
             proxy = rec.prx is not None and s.name in m.async_reuse
             if rec.has(TEMPORAL, _VIEW_BITS if proxy else _FREE_BITS, m.task, cluster, False):
                 continue
@@ -52,7 +54,7 @@ def check_free(m, v, s: A.AmFree) -> None:
                          hint=hazard_hint(rec, None, "free", proxy))
     elif v.mem.async_registers:
         cluster = range_mask(0, m.cfg.blockDim * m.cfg.clusterDim)
-        for rec in list(v.mutates) + list(v.reads):
+        for rec in list(v.mutates) + list(v.reads) + list(v.fams or ()):
             lazy = rec.event.quals and rec.event.quals[0].lazy
             if lazy or rec.has(TEMPORAL, _RMEM_BITS, m.task, cluster, True):
                 continue
