@@ -672,15 +672,7 @@ def _apply(m, plan) -> None:
         m._unregister(rec)
         rec.dead = True
         for piece in pieces:  # as Machine._supersede does
-            nr = rec.copy_with_box(piece)
-            for t in nr.tasks() | {nr.event.task}:  # a part record may hold no flags
-                m._register(nr, t)
-            for key, count, lvl in nr.pending:
-                b = m.barriers.get(key[0])
-                st = b["elems"].get(key) if b is not None else None
-                if st is not None:
-                    st.pending.append((nr, count, lvl))
-            store.add(nr)
+            m._add_piece(store, rec, piece)
     for f, region, where in kills:
         f.kill(region, where)
         if not f.is_live():

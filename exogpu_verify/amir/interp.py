@@ -589,15 +589,20 @@ class Machine:
             if contains(box, r.box):
                 continue
             for piece in subtract(r.box, box):
-                nr = r.copy_with_box(piece)
-                for t in nr.tasks() | {nr.event.task}:
-                    self._register(nr, t)
-                for key, count, lvl in nr.pending:
-                    b = self.barriers.get(key[0])
-                    st = b["elems"].get(key) if b is not None else None
-                    if st is not None:
-                        st.pending.append((nr, count, lvl))
-                store.add(nr)
+                self._add_piece(store, r, piece)
+
+    def _add_piece(self, store, r, piece):
+        """The part ``piece`` of the superseded record ``r`` as a record of its own, with
+        ``r``'s flags and pending barrier counts (a part record may hold no flags)."""
+        nr = r.copy_with_box(piece)
+        for t in nr.tasks() | {nr.event.task}:
+            self._register(nr, t)
+        for key, count, lvl in nr.pending:
+            b = self.barriers.get(key[0])
+            st = b["elems"].get(key) if b is not None else None
+            if st is not None:
+                st.pending.append((nr, count, lvl))
+        store.add(nr)
 
     # ------------------------------------------------------------ synchronization
     def _fence_bits(self, full1, temp1, full2, temp2, task, mask, proxy=True, srcinfo=None):
