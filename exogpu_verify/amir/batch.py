@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import nestbox as NB
 from . import nodes as A
 from ..ir.timelines import QUAL_TLS
 from .evaluate import CheckError, _free_names, ev, ev_vec
@@ -396,70 +397,6 @@ def _shape(m, info: NestInfo, trips):
     return per_stmt, trips[0] * size[0]
 
 
-def _flat(idx, hull, n):
-    """Flat C-order index of each instance's element in ``hull``."""
-    if not idx:
-        return np.zeros(n, dtype=np.int64)
-    out = 0
-    for a, (lo, hi) in zip(idx, hull):
-        out = out * (hi - lo) + (a - lo)
-    return out
-
-
-def _inside(idx, box, n):
-    sel = np.ones(n, bool)
-    for a, (lo, hi) in zip(idx, box):
-        sel &= (a >= lo) & (a < hi)
-    return sel
-
-
-def _intersect(a, b):
-    out = []
-    for (alo, ahi), (blo, bhi) in zip(a, b):
-        lo, hi = max(alo, blo), min(ahi, bhi)
-        if lo >= hi:
-            return None
-        out.append((lo, hi))
-    return tuple(out)
-
-
-def _slices(box, hull):
-    return tuple(slice(lo - hlo, hi - hlo) for (lo, hi), (hlo, _) in zip(box, hull))
-
-
-def _vol(box) -> int:
-    n = 1
-    for lo, hi in box:
-        n *= hi - lo
-    return n
-
-
-def _extents(box) -> tuple:
-    return tuple(hi - lo for lo, hi in box)
-
-
-def _runs(live, box) -> list:
-    """Boxes covering the true cells of ``live`` (shaped like ``box``): runs along the last
-    dimension."""
-    out = []
-    base = [lo for lo, _ in box]
-    for pre in np.ndindex(live.shape[:-1]):
-        row = live[pre]
-        x = 0
-        n = row.shape[0]
-        while x < n:
-            if not row[x]:
-                x += 1
-                continue
-            y = x
-            while y < n and row[y]:
-                y += 1
-            out.append(tuple((base[d] + i, base[d] + i + 1) for d, i in enumerate(pre)) +
-                       ((base[-1] + x, base[-1] + y),))
-            x = y
-    return out
-
-
 def _need(mode: str, rec) -> int | None:
     """The flag an access of ``mode`` needs from an earlier record (``Machine.access``)."""
     if not rec.mutate:
@@ -475,7 +412,7 @@ def _check_plain(m, rec, it: _Inst, flag: int, task: int) -> bool:
     """Every instance of ``it`` on an element of ``rec`` passes its check against it."""
     if rec.has(flag, it.qbits, task, it.umask, False):
         return True  # covers the union of the threads: covers each instance's threads
-    sel = _inside(it.idx, rec.box, it.n)
+    sel = NB.inside(it.idx, rec.box, it.n)
     for k in np.unique(it.mid[sel]):
         if not rec.has(flag, it.qbits, task, m.masks[int(k)], it.conv):
             return False
@@ -487,13 +424,13 @@ def _check_family(m, f: Family, it: _Inst, flag: int, task: int) -> bool:
     element."""
     if Record.has(f, flag, it.qbits, task, it.umask, False):
         return True  # the absolute part covers every instance's threads, for every member
-    box = _intersect(f.hull, it.hull)
+    box = NB.intersect(f.hull, it.hull)
     if box is None:
         return True
-    sel = _inside(it.idx, box, it.n)
+    sel = NB.inside(it.idx, box, it.n)
     if not sel.any():
         return True
-    b = f.ids.reshape(-1)[_flat([a[sel] for a in it.idx], f.hull, int(sel.sum()))]
+    b = f.ids.reshape(-1)[NB.flat([a[sel] for a in it.idx], f.hull, int(sel.sum()))]
     a = it.mid[sel]
     checks = set()
     single = b >= 0
@@ -537,12 +474,12 @@ def _plan_var(m, info, v, its, lo):
     task = m.task
     hull = tuple((min(it.hull[d][0] for it in its), max(it.hull[d][1] for it in its))
                  for d in range(len(v.shape)))
-    vol = _vol(hull)
+    vol = NB.vol(hull)
     ninst = sum(it.n for it in its)
     if vol > MAX_HULL or vol > 8 * ninst + 65536:
         return None
     for it in its:
-        it.lin = _flat(it.idx, hull, it.n)
+        it.lin = NB.flat(it.idx, hull, it.n)
     muts = [it for it in its if it.s.mode != "read"]
     nonatomic = [it for it in muts if it.s.mode != "atomic"]
     owner = None  # one statement whose instances touch distinct elements: their mask ids
@@ -576,7 +513,7 @@ def _plan_var(m, info, v, its, lo):
     for _, rec in pre:
         for it in its:
             flag = _need(it.s.mode, rec)
-            if flag is not None and _intersect(rec.box, it.hull) is not None and \
+            if flag is not None and NB.intersect(rec.box, it.hull) is not None and \
                     not _check_plain(m, rec, it, flag, task):
                 return None
     fams = v.fams.overlapping(hull) if v.fams else []
@@ -600,33 +537,33 @@ def _plan_var(m, info, v, its, lo):
             for it in nonatomic:
                 M[it.lin] = True
                 np.maximum.at(last, it.lin, it.pos)
-        Mnd = M.reshape(_extents(hull))
+        Mnd = M.reshape(NB.extents(hull))
         for store, rec in pre:
-            cut = _intersect(rec.box, hull)
+            cut = NB.intersect(rec.box, hull)
             if cut is None:
                 continue
-            sub = Mnd[_slices(cut, hull)]
+            sub = Mnd[NB.slices(cut, hull)]
             cnt = int(sub.sum())
             if cnt == 0:
                 continue
-            if cnt == _vol(rec.box):
+            if cnt == NB.vol(rec.box):
                 splits.append((store, rec, ()))
                 continue
             nz = np.nonzero(sub)
             bb = tuple((int(a.min()) + cut[d][0], int(a.max()) + 1 + cut[d][0])
                        for d, a in enumerate(nz))
-            if cnt == _vol(bb):
+            if cnt == NB.vol(bb):
                 splits.append((store, rec, tuple(subtract(rec.box, bb))))
-            elif _vol(cut) <= MAX_SPLIT:
+            elif NB.vol(cut) <= MAX_SPLIT:
                 splits.append((store, rec, tuple(subtract(rec.box, cut)) +
-                               tuple(_runs(~sub, cut))))
+                               tuple(NB.runs(~sub, cut))))
             else:
                 return None
         for f in fams:
-            cut = _intersect(f.hull, hull)
-            kills.append((f, _slices(cut, f.hull), Mnd[_slices(cut, hull)]))
+            cut = NB.intersect(f.hull, hull)
+            kills.append((f, NB.slices(cut, f.hull), Mnd[NB.slices(cut, hull)]))
     for it in its:
-        ext = _extents(it.hull)
+        ext = NB.extents(it.hull)
         olin = omid = None
         if owner is not None:  # the hull is the statement's: every instance is live
             ids = owner.reshape(ext)
@@ -636,8 +573,8 @@ def _plan_var(m, info, v, its, lo):
             nlive = int(live.sum())
             if not nlive:
                 continue
-            vol_s = _vol(it.hull)
-            own = _flat([a[live] for a in it.idx], it.hull, nlive)
+            vol_s = NB.vol(it.hull)
+            own = NB.flat([a[live] for a in it.idx], it.hull, nlive)
             mids = it.mid[live]
             mn = np.full(vol_s, _BIG, np.int32)
             mx = np.full(vol_s, -1, np.int32)
