@@ -182,16 +182,6 @@ class _Inst:
                  "hull", "lin", "quals", "qbits", "qmask", "conv", "in_order")
 
 
-def _quals(m, v, s):
-    ck = (id(v.mem), s.instr_tl.name)
-    cached = m._qcache.get(ck)
-    if cached is None:
-        q = v.mem.qual_tls(s.instr_tl)
-        cached = m._qcache[ck] = (q, tuple(x.bit for x in q) if q else (),
-                                  frozenset(x.bit for x in v.mem.qual_mask()))
-    return cached
-
-
 def _evaluate(m, info: NestInfo, only):
     """Every instance of the nest at the machine's environment, threads and mask: (list of
     ``_Inst``, statement instances of the nest below the root, lower bounds of the loops), or
@@ -649,7 +639,7 @@ def run_nest(m, root, only=None) -> int | None:
         for (a, b), ext in zip(it.hull, v.shape):
             if a < 0 or b > ext:
                 return None  # out of bounds: the per-element run reports it
-        quals, qbits, qmask = _quals(m, v, it.s)
+        quals, qbits, qmask = m.quals_of(v, it.s)
         if quals is None:
             return None
         it.quals, it.qbits, it.qmask = quals, qbits, qmask

@@ -459,6 +459,17 @@ class Machine:
         raise CheckError("usage", f"unknown variable {name}")
 
     # ------------------------------------------------------------ accesses
+    def quals_of(self, v, s: A.AmAccess):
+        """(qualitative timelines, their bits, the memory's qualifier mask) of access ``s``
+        to variable state ``v``, cached per memory and instruction timeline."""
+        ck = (id(v.mem), s.instr_tl.name)
+        cached = self._qcache.get(ck)
+        if cached is None:
+            q = v.mem.qual_tls(s.instr_tl)
+            cached = self._qcache[ck] = (q, tuple(x.bit for x in q) if q else (),
+                                         frozenset(x.bit for x in v.mem.qual_mask()))
+        return cached
+
     def access(self, s: A.AmAccess):
         v = self.vars.get(s.name) or self._param_state(s.name)
         box, pkey = box_and_key(s, self.env)
@@ -467,13 +478,7 @@ class Machine:
                 raise CheckError("bounds", f"out-of-bounds access {v.name}"
                                  f"[{', '.join(f'{a}:{b}' for a, b in box)}] of an array of "
                                  f"shape {list(v.shape)} ({s.what})", s.srcinfo)
-        ck = (id(v.mem), s.instr_tl.name)
-        cached = self._qcache.get(ck)
-        if cached is None:
-            q = v.mem.qual_tls(s.instr_tl)
-            cached = self._qcache[ck] = (q, tuple(x.bit for x in q) if q else (),
-                                         frozenset(x.bit for x in v.mem.qual_mask()))
-        quals, qbits, qmask = cached
+        quals, qbits, qmask = self.quals_of(v, s)
         if quals is None:
             raise CheckError("sync", f"implementation limitation: no qualitative timeline for "
                              f"{v.name} @ {v.mem} accessed by instr-tl {s.instr_tl}", s.srcinfo)
@@ -595,14 +600,19 @@ class Machine:
         """The part ``piece`` of the superseded record ``r`` as a record of its own, with
         ``r``'s flags and pending barrier counts (a part record may hold no flags)."""
         nr = r.copy_with_box(piece)
-        for t in nr.tasks() | {nr.event.task}:
+        self.adopt(store, nr, nr.event.task)
+
+    def adopt(self, store, nr, task):
+        """Add the new record ``nr`` to ``store``: registered for ``task`` and every task it
+        holds flags for, and counted in the pending barrier counts it carries."""
+        store.add(nr)
+        for t in nr.tasks() | {task}:
             self._register(nr, t)
         for key, count, lvl in nr.pending:
             b = self.barriers.get(key[0])
             st = b["elems"].get(key) if b is not None else None
             if st is not None:
                 st.pending.append((nr, count, lvl))
-        store.add(nr)
 
     # ------------------------------------------------------------ synchronization
     def _fence_bits(self, full1, temp1, full2, temp2, task, mask, proxy=True, srcinfo=None):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import nodes as A
-from .batch import _checks_hold, _quals, nest_info
+from .batch import _checks_hold, nest_info
 from .evaluate import CheckError, ev, ev_vec
 from .threads import CollectiveError, tile
 
@@ -88,7 +88,7 @@ def _box_ok(m, s, E) -> bool:
     its memory has a qualitative timeline for it (``Machine.access`` checks nothing else on
     a read of a never-mutated variable)."""
     v = m.vars.get(s.name)
-    if v is None or len(s.box) != len(v.shape) or _quals(m, v, s)[0] is None:
+    if v is None or len(s.box) != len(v.shape) or m.quals_of(v, s)[0] is None:
         return False  # (no qualitative timeline: the access raises)
     try:
         for w, ext in zip(s.box, v.shape):

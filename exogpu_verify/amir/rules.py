@@ -76,15 +76,7 @@ def split_for_sync(m, rec, task: int, mask: int, temp1) -> None:
     other = rec.split_off(mask)
     if other is None:
         return
-    rec.store.add(other)
-    m._register(other, task)
-    for t in other.tasks():
-        m._register(other, t)
-    for key, count, lvl in other.pending:
-        b = m.barriers.get(key[0])
-        st = b["elems"].get(key) if b is not None else None
-        if st is not None:
-            st.pending.append((other, count, lvl))
+    m.adopt(rec.store, other, task)
 
 
 class ClusterBarrier:
