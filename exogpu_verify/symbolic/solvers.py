@@ -132,8 +132,8 @@ def run_z3(text: str, timeout_ms: int) -> Answer:
 #: one cvc5 process repeats a run at varying speed. So short restarts with other seeds come
 #: first (8 s: about twice the slowest answer seen, 4.2 s on a loaded machine, so a loaded
 #: machine rarely needs a restart), then the lifted script, model-based instantiation, and
-#: longer slices. An ``unsat`` under any seed or option is a proof (a seed only steers the search); a ``sat``
-#: ends the search and is reported. Measured: bench/RESULTS.md
+#: longer slices. An ``unsat`` under any seed or option is a proof (a seed only steers the
+#: search); a ``sat`` ends the search and is reported. Measured: bench/RESULTS.md
 CVC5_STRATEGIES = (
     (False, (), 8000),
     (False, (("seed", "1"),), 8000),
