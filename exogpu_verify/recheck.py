@@ -154,6 +154,18 @@ def schema_problems(data: dict) -> list[str]:
                 continue
             _field(o, "by", str, w2 + ".", pr)
             _field(o, "set", str, w2 + ".", pr)
+            if "witness" in o:
+                _witness_shape(o["witness"], w2 + ".witness", pr)
+        if "smtlib_witnessed" in ob:
+            _field(ob, "smtlib_witnessed", str, where, pr)
+            if isinstance(ordered, list) and not all(
+                    isinstance(o, dict) and "witness" in o for o in ordered):
+                pr.append(f"{where}smtlib_witnessed: present, but not every ordered set has "
+                          "a witness (the witnessed script replaces every set's instances)")
+        elif isinstance(ordered, list) and any(isinstance(o, dict) and "witness" in o
+                                               for o in ordered):
+            pr.append(f"{where}ordered: witnesses without smtlib_witnessed (the script they "
+                      "give)")
         if "strategy" in ob:  # optional: how a solver decided it (a hint, not evidence)
             st = _field(ob, "strategy", dict, where, pr)
             for k, v in (st or {}).items():
@@ -170,6 +182,21 @@ def schema_problems(data: dict) -> list[str]:
                 elif not (isinstance(got, str) and got.startswith(want)):
                     pr.append(f"{where}solvers: records {s} = {got!r}, a proof needs {want!r}")
     return pr
+
+
+def _witness_shape(w, where: str, pr: list) -> None:
+    """A witness is a list of candidates, each a list of term texts (``witness.py``)."""
+    if not isinstance(w, list):
+        pr.append(f"{where}: {_jtype(w)} (expected a list of candidates, each a list of "
+                  "term texts)")
+        return
+    for k, cand in enumerate(w):
+        if not isinstance(cand, list):
+            pr.append(f"{where}[{k}]: {_jtype(cand)} (expected a list of term texts)")
+            continue
+        for m, t in enumerate(cand):
+            if not isinstance(t, str):
+                pr.append(f"{where}[{k}][{m}]: {_jtype(t)} (expected a term's text)")
 
 
 def _derivation_problems(data: dict, program_h: str | None, pr: list) -> None:
@@ -299,7 +326,7 @@ def _isl_problem(text: str, otherwise: str) -> str:
 def _smt_problem(i: int, c: dict, derived_text: str) -> str | None:
     from .symbolic.solvers import ScriptError, check_script, normalized, run_z3
 
-    if normalized(c["smtlib"]) == normalized(derived_text):
+    if c["smtlib"] == derived_text or normalized(c["smtlib"]) == normalized(derived_text):
         return None
     msg = (f"obligations[{i}] ({_short(c['name'])}).smtlib differs from the SMT-LIB script "
            "of the re-derived obligation")
@@ -350,7 +377,29 @@ def compare_obligations(cert_obs: list, derived: list) -> list[str]:
         p = _smt_problem(i, cert_obs[i], derived[j]["smtlib"])
         if p:
             problems.append(p)
+        p = _witness_problem(i, cert_obs[i], derived[j])
+        if p:
+            problems.append(p)
     return problems
+
+
+def _witness_problem(i: int, c: dict, d: dict) -> str | None:
+    """The certificate's witnessed script against the re-derived one (made from the
+    certificate's witnesses and the program's sets). None when it has none: the quantified
+    script was decided instead."""
+    from .symbolic.solvers import normalized
+
+    if "smtlib_witnessed" not in c:
+        return None
+    where = f"obligations[{i}] ({_short(c['name'])})"
+    if "smtlib_witnessed" not in d:
+        why = d.get("_witness_rejected") or "no witnessed script was derived"
+        return f"{where}: its witnesses prove nothing: {why}"
+    if c["smtlib_witnessed"] != d["smtlib_witnessed"] and \
+            normalized(c["smtlib_witnessed"]) != normalized(d["smtlib_witnessed"]):
+        return (f"{where}.smtlib_witnessed differs from the witnessed script made from the "
+                "program's sets and the certificate's witnesses")
+    return None
 
 
 def _bad_text_note(c: dict) -> str:
@@ -400,7 +449,8 @@ def recheck_certificate(path, p, timeout_s: float = 60.0, cache: bool = True
         return _done(res, t0)
     res.derivation = (data["derivation"] or {}).get("summary")
     res.problems += derivation_problems(p, data["derivation"])
-    key = (p, tuple(_key(o) for o in data["obligations"]))
+    key = (p, tuple(_key(o) for o in data["obligations"]),
+           json.dumps([[x.get("witness") for x in o["ordered"]] for o in data["obligations"]]))
     derived = _DERIVED.get(key) if cache else None
     if derived is None:
         derived, why = derive_obligations(p, timeout_s, data["obligations"])
@@ -447,8 +497,10 @@ def derive_obligations(p, timeout_s: float = 60.0, replay: list | None = None):
     from .symbolic.check import replaying
     from .symbolic.solvers import preferring
 
-    first = {o["smtlib"]: o["strategy"]["cvc5"] for o in replay or ()
-             if isinstance(o.get("strategy"), dict) and isinstance(o["strategy"].get("cvc5"), str)}
+    first = {o.get(k): o["strategy"]["cvc5"] for o in replay or ()
+             for k in ("smtlib", "smtlib_witnessed") if isinstance(o.get(k), str)
+             and isinstance(o.get("strategy"), dict)
+             and isinstance(o["strategy"].get("cvc5"), str)}
     with replaying(replay) if replay is not None else contextlib.nullcontext(), \
             preferring(first):
         r = verify(p, mode="symbolic", timeout_s=timeout_s)
@@ -456,9 +508,13 @@ def derive_obligations(p, timeout_s: float = 60.0, replay: list | None = None):
         why = f"verdict {r.verdict}" + (f": {r.reason}" if r.reason else "")
         return None, why
     try:
-        return [obligation_record(ob) for ob in r.extra["obligations"]], None
+        recs = [obligation_record(ob) for ob in r.extra["obligations"]]
     except ValueError as e:
         return None, str(e)
+    for ob, rec in zip(r.extra["obligations"], recs):
+        if ob.extra.get("witness_rejected"):  # for the comparison's message only
+            rec["_witness_rejected"] = ob.extra["witness_rejected"]
+    return recs, None
 
 
 def _done(res: RecheckResult, t0: float) -> RecheckResult:

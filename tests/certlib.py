@@ -149,8 +149,74 @@ def missing_derivation(d):
     return d
 
 
+def _witnessed(d):
+    """The first obligation with a witnessed script whose witnesses bind variables."""
+    return next(o for o in d["obligations"] if o.get("smtlib_witnessed") and
+                any(c for x in o["ordered"] for c in x["witness"]))
+
+
+def _restated(o):
+    """The witnessed script made again from the (tampered) witnesses, as a careful forger
+    would, so that only the witnesses themselves are wrong."""
+    from exogpu_verify.symbolic.smtlib import obligation_smtlib
+
+    o["smtlib_witnessed"] = obligation_smtlib(
+        o["conflict"], [(x["by"], x["set"]) for x in o["ordered"]], f"{o['kind']}: {o['name']}",
+        witnesses=[x["witness"] for x in o["ordered"]])
+    return o
+
+
+def forged_witness(d):
+    """Every instance the witnesses name is -1, before any instance: they order nothing,
+    so the witnessed script is satisfiable (the obligation itself still holds)."""
+    o = _witnessed(d)
+    for x in o["ordered"]:
+        x["witness"] = [["(-1)"] * len(c) for c in x["witness"]]
+    _restated(o)
+    return d
+
+
+def witness_unknown_name(d):
+    o = _witnessed(d)
+    x = next(x for x in o["ordered"] if any(x["witness"]))
+    x["witness"][0][0] = "(zz + 1)"
+    return d
+
+
+def witness_wrong_type(d):
+    o = _witnessed(d)
+    o["ordered"][0]["witness"] = "x0"
+    return d
+
+
+def witness_wrong_arity(d):
+    o = _witnessed(d)
+    x = next(x for x in o["ordered"] if any(x["witness"]))
+    x["witness"][0].append("0")
+    return d
+
+
+def swapped_witnessed_script(d):
+    _witnessed(d)["smtlib_witnessed"] = ("(set-logic LIA)\n(declare-fun x () Int)\n"
+                                         "(assert (and (> x 0) (< x 0)))\n(check-sat)\n")
+    return d
+
+
+def witnesses_without_script(d):
+    del _witnessed(d)["smtlib_witnessed"]
+    return d
+
+
 #: name -> (tamper on the JSON object, words the rejection contains)
 TAMPERS = {
+    "forged_witness": (forged_witness, "answers sat on the witnessed script"),
+    "witness_unknown_name": (witness_unknown_name, "unknown name(s) zz"),
+    "witness_wrong_type": (witness_wrong_type, "witness: a string (expected a list"),
+    "witness_wrong_arity": (witness_wrong_arity, "the set binds"),
+    "swapped_witnessed_script": (swapped_witnessed_script,
+                                 "smtlib_witnessed differs from the witnessed script"),
+    "witnesses_without_script": (witnesses_without_script,
+                                 "witnesses without smtlib_witnessed"),
     "forged_empty": (forged_empty, "is missing from the certificate"),
     "changed_verdict": (changed_verdict, "verdict: 'refuted'"),
     "changed_solver_verdict": (changed_solver_verdict, "records cvc5 = 'sat'"),

@@ -18,6 +18,7 @@ import time
 
 import islpy as isl
 
+from . import witness
 from .decide import decide
 from .events import Event, Unsupported
 from .obligations import Builder, Obligation
@@ -173,7 +174,7 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     for r, body in arr_bodies:
         txt = f"{space} : {body} }}"
         ob.ordered.append((f"Arrive at line {r.srcinfo.line}", txt))
-        missing = missing.subtract(isl.Set(txt))
+        missing = _minus(ob.witnesses, missing, txt)
     decide(ob, missing.coalesce(), ms)
     yield ob
     # the equal-count argument: each statement hits an index at most once per instance
@@ -278,6 +279,14 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
     return ob
 
 
+def _minus(witnesses: list, left: isl.Set, txt: str) -> isl.Set:
+    """``left`` less the set ``txt``, appending to ``witnesses`` the witness of ``txt`` on
+    the part of ``left`` it covers (``witness.compute``)."""
+    s = isl.Set(txt)
+    witnesses.append(witness.compute(left.intersect(s), txt))
+    return left.subtract(s)
+
+
 def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     """Every Await instance has an earlier matching Arrive (or a pre-arrived slot)."""
     t = time.perf_counter()
@@ -286,13 +295,14 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
     base = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {enc.context} and {enc.dom(w, 'b')} }}"
     s = isl.Set(base)
     ordered = []
+    wits: list = []
     for r in b.arrives:
         if not any(x.name == tgt.name for x in r.targets):
             continue
         m = b.exists([(r, "r")], b.match(r, "r", w, "b", any_count=True))
         txt = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {m} }}"
         ordered.append((f"Arrive at line {r.srcinfo.line}", txt))
-        s = s.subtract(isl.Set(txt))
+        s = _minus(wits, s, txt)
     k = getattr(decl.mem, "pre_arrive", 0)
     if k:
         pre = []
@@ -303,9 +313,9 @@ def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:
         if pre:
             txt = f"{enc.pstr} -> {{ [{', '.join(enc.dims(w, 'b'))}] : {' or '.join(pre)} }}"
             ordered.append((f"pre-arrived (the first {k} indices)", txt))
-            s = s.subtract(isl.Set(txt))
+            s = _minus(wits, s, txt)
     ob = Obligation(f"await progress {decl.display} (line {w.srcinfo.line})", "await progress",
-                    None, w, base, ordered)
+                    None, w, base, ordered, witnesses=wits)
     decide(ob, s.coalesce(), ms)
     ob.seconds = time.perf_counter() - t
     return ob

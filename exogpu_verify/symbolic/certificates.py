@@ -6,8 +6,11 @@ versions, the derivation of a scheduled proc (``ir.derivation.provenance_record`
 hash and location, every rewrite with its arguments, what it checked and whether it is
 unsafe; null for a proc written directly), and every obligation of the proof: its kind and name, the isl text of its
 conflict set, the isl texts of the ordered sets subtracted from it (each labelled with
-what orders it), the whole obligation as one SMT-LIB2 script (``smtlib.py``: unsat means
-the obligation holds for every size), and the verdicts of isl, Z3 and cvc5.
+what orders it, and with its witness where it has one: ``witness.py``), the whole obligation
+as one SMT-LIB2 script (``smtlib.py``: unsat means the obligation holds for every size), the
+witnessed script without quantifiers where every ordered set has a witness (its unsat
+implies the obligation's), and the verdicts of isl, Z3 and cvc5 (on the witnessed script
+when there is one).
 ``recheck.py`` re-derives the obligations from the program and compares; docs/certificates.md
 says how to check one without exogpu.
 """
@@ -89,15 +92,24 @@ def obligation_record(ob) -> dict:
     if not ex.get("smtlib") or any(solvers.get(s) != "unsat" for s in PROOF_SOLVERS):
         raise ValueError(f"obligation {ob.name} was not discharged by "
                          f"{' and '.join(PROOF_SOLVERS)} (solvers: {solvers})")
+    witnessed = ex.get("smtlib_witnessed")
+    ordered = []
+    for k, (lbl, txt) in enumerate(ob.ordered):
+        entry = {"by": lbl, "set": txt}
+        if witnessed:
+            entry["witness"] = ob.witnesses[k]
+        ordered.append(entry)
     rec = {
         "name": ob.name,
         "kind": ob.kind,
         "conflict": ob.conflict,
-        "ordered": [{"by": lbl, "set": txt} for lbl, txt in ob.ordered],
+        "ordered": ordered,
         "smtlib": ex["smtlib"],
         "solvers": solvers,
         "seconds": round(ob.seconds, 4),
     }
+    if witnessed:  # the solvers' answers are on this script (witness.py)
+        rec["smtlib_witnessed"] = witnessed
     if ex.get("strategy"):  # e.g. {"cvc5": "--seed=1"}: how to re-run it by hand
         rec["strategy"] = dict(ex["strategy"])
     return rec

@@ -30,6 +30,7 @@ from .relations import Encoder
 from .barriers import (arrive_progress, barrier_bounds, cluster_alternation,
                        one_arrive_statement, range_obligation, ring_balance,
                        trailing_before_arrive)
+from . import witness
 from .prune import prune_text
 from .proxy import ASYNC_BITS, is_generic, proxy_ordered, split_quals
 from .decide import REPLAYED, decide as _decide
@@ -259,7 +260,7 @@ def replaying(records):
     hints: dict = {}
     for o in records:
         hints.setdefault((o["kind"], o["conflict"]), []).append(
-            [(x["by"], x["set"]) for x in o["ordered"]])
+            [(x["by"], x["set"], x.get("witness")) for x in o["ordered"]])
     token = _REPLAY.set(hints)
     try:
         yield
@@ -268,9 +269,9 @@ def replaying(records):
 
 
 class _Replay:
-    """The recorded (label, ordered-set text) pairs one access pair still has to meet."""
+    """The recorded (label, ordered-set text, witness) of one access pair still to meet."""
 
-    def __init__(self, texts: list[tuple[str, str]]):
+    def __init__(self, texts: list[tuple]):
         self.left = list(texts)
 
     @staticmethod
@@ -279,16 +280,16 @@ class _Replay:
         lists = hints.get((kind, conflict_text)) if hints is not None else None
         return _Replay(lists.pop(0)) if lists else None
 
-    def take(self, label: str, text: str) -> str | None:
-        """The pruned ``text`` when it is the next recorded ordering (a candidate with
-        another label is not pruned at all: that is most of them)."""
+    def take(self, label: str, text: str) -> tuple | None:
+        """(the pruned ``text``, the certificate's witness for it or None) when it is the
+        next recorded ordering (a candidate with another label is not pruned at all: that
+        is most of them)."""
         if not self.left or self.left[0][0] != label:
             return None
         pruned = prune_text(text)
         if pruned != self.left[0][1]:
             return None
-        self.left.pop(0)
-        return pruned
+        return pruned, self.left.pop(0)[2]
 
     @property
     def complete(self) -> bool:
@@ -386,13 +387,16 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
     if replay is not None:
         taken = replay.take(label, text)
         if taken is not None:
-            ob.ordered.append((label, taken))
+            ob.ordered.append((label, taken[0]))
+            ob.witnesses.append(taken[1])
         return conflict
     text = prune_text(text)
     s = isl.Set(text)
-    if conflict.intersect(s).is_empty():
+    met = conflict.intersect(s)
+    if met.is_empty():
         return conflict
     ob.ordered.append((label, text))
+    ob.witnesses.append(witness.compute(met, text))
     return conflict.subtract(s)
 
 

@@ -15,6 +15,7 @@ SMT-LIB2, where ``div``/``mod`` by a positive numeral have exactly this meaning.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -378,7 +379,25 @@ def parse_set(text: str) -> IslSet:
     """Parse an isl set text (see the module docstring); ``ParseError`` if outside it."""
     if not isinstance(text, str):
         raise ParseError(f"expected isl text, got {type(text).__name__}", 0, "")
+    return _parsed(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _parsed(text: str) -> IslSet:
+    # an obligation's texts are read for its script, its witnessed script and its
+    # witnesses; the trees are immutable, so one parse serves them all
     return _Parser(text).parse_set()
+
+
+def parse_term(text: str):
+    """Parse a whole text as one quasi-affine term (``ParseError`` if it is not one)."""
+    if not isinstance(text, str):
+        raise ParseError(f"expected a term's text, got {type(text).__name__}", 0, "")
+    p = _Parser(text)
+    t = p.term()
+    if p.peek()[0] != "end":
+        p.error("text after the term")
+    return t
 
 
 def free_names(f, bound=frozenset()) -> set:

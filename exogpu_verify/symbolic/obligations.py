@@ -49,6 +49,9 @@ class Obligation:
     second: Event
     conflict: str  # isl text
     ordered: list = field(default_factory=list)  # isl texts subtracted
+    #: per ordered set, its witness on the pairs it discharged (``witness.compute``), or
+    #: None; shorter than ``ordered`` when the builder computed none
+    witnesses: list = field(default_factory=list)
     remainder: object = None  # isl.Set
     empty: bool | None = None
     seconds: float = 0.0

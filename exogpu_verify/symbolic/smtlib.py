@@ -9,6 +9,10 @@ of ``C`` stay existentials; those of an ``Oi`` become universals under its negat
 script keeps ``(not (exists ...))`` and leaves the alternation to the solver: quantified
 linear integer arithmetic is decidable, and Z3 and cvc5 both decide it).
 
+With ``witnesses`` (``witness.py``) the script is the *witnessed* one: each ``Oi``'s bound
+variables are replaced by the terms of each of its witness's candidates, so no quantifier
+is left, and the script is implied by the quantified one (its ``unsat`` is a proof too).
+
 Like isl, sets are matched by parameter *name* and by dimension *position*: dimension i of
 every ``Oi`` is dimension i of ``C``. ``floor(t/d)`` and ``t mod d`` become SMT-LIB ``div``
 and ``mod`` by the positive numeral ``d`` (there they mean exactly floor and the
@@ -20,6 +24,7 @@ from __future__ import annotations
 import re
 
 from .isltext import IslSet, ParseError, free_names, parse_set
+from .witness import WitnessError, flatten, parse_witness
 
 LOGIC = "LIA"
 _SIMPLE = re.compile(r"^[A-Za-z_~!@$%^&*+=<>.?/-][A-Za-z0-9_~!@$%^&*+=<>.?/-]*$")
@@ -190,10 +195,13 @@ def _comment(text: str) -> str:
 
 
 def obligation_smtlib(conflict: str, ordered: list, title: str = "",
-                      lift: bool = False) -> str:
+                      lift: bool = False, witnesses: list | None = None) -> str:
     """The SMT-LIB2 script of an obligation: ``conflict`` and ``ordered`` (a list of
-    ``(label, text)``) are isl set texts; see the module docstring. Raises ``ParseError``
-    (text outside the grammar) or ``SpaceMismatch``."""
+    ``(label, text)``) are isl set texts; see the module docstring. ``witnesses``: one
+    witness per ordered set (``witness.py``: candidates, each a list of term texts), and the
+    script is the *witnessed* one, without quantifiers: each ordered set's bound variables
+    replaced by each candidate's terms. Raises ``ParseError`` (text outside the grammar),
+    ``SpaceMismatch`` or ``witness.WitnessError``."""
     C = parse_set(conflict)
     Os = [(lbl, parse_set(t)) for lbl, t in ordered]
     names = _Names()
@@ -222,9 +230,34 @@ def obligation_smtlib(conflict: str, ordered: list, title: str = "",
     lines += [f"(declare-fun {s} () Int)" for s in list(params.values()) + dims]
     lines.append("; the conflict set")
     lines.append(f"(assert {set_formula(C, dims, params, names, lift)})")
-    for lbl, o in Os:
+    if witnesses is not None and len(witnesses) != len(Os):
+        raise WitnessError(f"{len(witnesses)} witness(es) for {len(Os)} ordered set(s)")
+    for k, (lbl, o) in enumerate(Os):
         lines.append(f"; minus the pairs ordered by: {_comment(lbl)}")
-        lines.append(f"(assert (not {set_formula(o, dims, params, names, lift)}))")
+        if witnesses is None:
+            lines.append(f"(assert (not {set_formula(o, dims, params, names, lift)}))")
+            continue
+        flat = flatten(o)
+        if flat is None:
+            raise WitnessError(f"the set ordered by {lbl!r} has a quantifier under a "
+                               "negation: no witness can replace it")
+        try:
+            cands = parse_witness(flat, witnesses[k])
+        except WitnessError as e:
+            raise WitnessError(f"ordered[{k}].witness{e}") from None
+        lines.append(f"; its instances, given by {len(cands)} witness(es) (witness.py)")
+        for cand in cands:
+            env = dict(params)
+            env.update(zip(flat.dims, dims))
+            base = dict(env)
+            for v, t in zip(flat.vars, cand):
+                env[v] = _render(t, base, names)
+            f = flat.pieces[0] if len(flat.pieces) == 1 else ("or", flat.pieces)
+            unknown = free_names(f) - set(params) - set(flat.dims) - set(flat.vars)
+            if unknown:
+                raise ParseError(f"unknown name(s) {', '.join(sorted(unknown))} in the set "
+                                 f"ordered by {lbl!r}", 0, "")
+            lines.append(f"(assert (not {_render(f, env, names)}))")
     lines.append("(check-sat)")
     lines.append("(exit)")
     return "\n".join(lines) + "\n"

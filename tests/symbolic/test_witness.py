@@ -1,0 +1,108 @@
+"""Witnesses (``symbolic/witness.py``): an ordered set's instances given as terms, so that the
+solvers decide an obligation without quantifiers. The witnessed script is implied by the
+quantified one, so no witness, however chosen, proves a false obligation."""
+
+from __future__ import annotations
+
+import islpy as isl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from exogpu_verify.symbolic import witness as W
+from exogpu_verify.symbolic.isltext import parse_set
+from exogpu_verify.symbolic.smtlib import obligation_smtlib
+from exogpu_verify.symbolic.solvers import run
+
+# the writes a[i] and the reads b[j] of one element; the read j is ordered after the write
+# i by some barrier instance k in between (i <= k < j) with k < N
+CONFLICT = "[N] -> { [i, j] : 0 <= i < N and 0 <= j < N and i < j }"
+ORDERED = "[N] -> { [i, j] : exists (k : i <= k < j and 0 <= k < N) }"
+# too weak: only the barriers at even k order anything
+EVEN = "[N] -> { [i, j] : exists (k, q : k = 2q and i <= k < j and 0 <= k < N) }"
+
+
+def answers(conflict, ordered, witnesses=None):
+    text = obligation_smtlib(conflict, ordered, "t", witnesses=witnesses)
+    return {s: run(s, text, 20000).result for s in ("z3", "cvc5")}
+
+
+def test_flatten_names_dimensions_and_bound_variables_canonically():
+    flat = W.flatten(parse_set(EVEN))
+    assert flat.dims == ("x0", "x1") and flat.vars == ("v0", "v1")
+    assert W.map_text(flat).startswith("[N] -> { [x0, x1] -> [v0, v1] : ")
+
+
+def test_flatten_pins_a_disjuncts_variables_in_the_others():
+    flat = W.flatten(parse_set("{ [i] : (exists (k : k = i + 1)) or (exists (m : m = i - 1)) }"))
+    assert flat.vars == ("v0", "v1")
+    # v1 is 0 in the first disjunct and v0 in the second: lexmin stays bounded
+    m = isl.Map(W.map_text(flat))
+    assert m.is_equal(isl.Map("{ [x0] -> [x0 + 1, 0]; [x0] -> [0, x0 - 1] }"))
+
+
+def test_flatten_refuses_a_quantifier_under_a_negation():
+    assert W.flatten(parse_set("{ [i] : not (exists (k : k = 2i)) }")) is None
+    assert W.flatten(parse_set("{ [i] : not (i = 3) }")) is not None
+
+
+def test_prefixes_avoid_size_parameters_named_like_them():
+    flat = W.flatten(parse_set("[x0, v1] -> { [i] : exists (k : k = i + x0) }"))
+    assert flat.dims == ("xx0",) and flat.vars == ("vv0",)
+
+
+def test_compute_and_the_witnessed_script_decide_the_obligation():
+    w = W.compute(isl.Set(CONFLICT).intersect(isl.Set(ORDERED)), ORDERED)
+    assert w and all(len(c) == 1 for c in w)
+    assert answers(CONFLICT, [("barrier", ORDERED)], [w]) == {"z3": "unsat", "cvc5": "unsat"}
+    text = obligation_smtlib(CONFLICT, [("barrier", ORDERED)], "t", witnesses=[w])
+    assert "exists" not in text and "forall" not in text
+    # and the quantified script agrees
+    assert answers(CONFLICT, [("barrier", ORDERED)]) == {"z3": "unsat", "cvc5": "unsat"}
+
+
+def test_a_set_without_quantifiers_has_the_empty_witness():
+    qf = "[N] -> { [i, j] : i < j }"
+    assert W.compute(isl.Set(CONFLICT), qf) == [[]]
+    assert answers(CONFLICT, [("order", qf)], [[[]]]) == {"z3": "unsat", "cvc5": "unsat"}
+
+
+def test_a_wrong_witness_proves_nothing():
+    # k = j is never < j: the witnessed script is satisfiable, the obligation is not
+    assert answers(CONFLICT, [("barrier", ORDERED)], [[["x1"]]]) == {"z3": "sat", "cvc5": "sat"}
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.integers(-3, 3), b=st.integers(-3, 3), c=st.integers(-4, 4),
+       d=st.sampled_from([1, 2, 3]), pieces=st.integers(1, 3))
+def test_no_witness_proves_a_false_obligation(a, b, c, d, pieces):
+    """The EVEN ordering leaves pairs (i, i + 1) with odd i unordered: whatever terms a
+    witness gives (here: quasi-affine ones, several candidates), the witnessed script stays
+    satisfiable, since it is implied by the quantified one, which is satisfiable."""
+    cands = []
+    for p in range(pieces):
+        k = f"floor(({a + p} * x0 + {b} * x1 + {c})/{d})"
+        cands.append([k, f"({k} mod 5)"])
+    got = answers(CONFLICT, [("even", EVEN)], [cands])
+    assert got == {"z3": "sat", "cvc5": "sat"}
+
+
+def test_parse_witness_names_what_does_not_fit():
+    flat = W.flatten(parse_set(ORDERED))
+    with pytest.raises(W.WitnessError, match=r"\[0\]: 2 term\(s\), the set binds 1"):
+        W.parse_witness(flat, [["x0", "x1"]])
+    with pytest.raises(W.WitnessError, match=r"unknown name\(s\) k"):
+        W.parse_witness(flat, [["k + 1"]])
+    with pytest.raises(W.WitnessError, match="bad term"):
+        W.parse_witness(flat, [["x0 +"]])
+    with pytest.raises(W.WitnessError, match="expected a list of term texts"):
+        W.parse_witness(flat, [[1]])
+    assert W.parse_witness(flat, [["N - 1"], ["floor((x0 + x1)/2)"]])
+
+
+def test_term_text_reads_back_to_the_same_tree():
+    from exogpu_verify.symbolic.isltext import parse_term
+
+    for t in ["(x0 + (-3))", "floor(((2 * x1) + N)/4)", "((x0 + 1) mod 3)", "(-2 * x0)", "7"]:
+        tree = parse_term(t)
+        assert parse_term(W.term_text(tree)) == tree
