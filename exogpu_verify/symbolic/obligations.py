@@ -12,9 +12,11 @@ orders:
   trailing barrier completed by a later Arrive, whose first timeline catches A's qual, run
   by a thread of A, and whose second timeline grants B's needed flag to B's threads;
 * P2, two such edges chained, the second caught by what the first granted;
-* last, for a B of several threads, each P1/P2 pattern with its holder's instances
+* then, for a B of several threads, each P1/P2 pattern with its holder's instances
   together: every thread of B runs some instance of the holder for which the pattern holds
-  and that is before B (the concrete machine grants visibility per thread).
+  and that is before B (the concrete machine grants visibility per thread);
+* last, chains of three and four edges, each caught by what the previous one granted (a
+  relay through warps that never touch the data), P2's rule applied again.
 
 Each pattern only adds orderings the concrete machine also has, so an empty remainder for
 every obligation means the concrete check passes at every size (soundness); the converse
@@ -37,6 +39,10 @@ FULL, TEMPORAL = "full", "temporal"
 #: the most choices of Arrive statements for an Await's N newer commit groups (one disjunct
 #: each): 2 statements up to N = 6, 4 up to N = 3
 MAX_NEWER_CHOICES = 64
+#: the longest chain of synchronization edges an ordering may take (P1 is one edge, P2 two),
+#: and the most candidates of three or more edges tried for one access pair
+MAX_CHAIN = 4
+MAX_LONG_CHAINS = 48
 NEED = {("mutate", "read"): FULL, ("mutate", "write"): TEMPORAL, ("mutate", "rw"): FULL,
         ("read", "write"): TEMPORAL, ("read", "rw"): TEMPORAL}
 
@@ -84,6 +90,7 @@ class Builder:
         self.fences = [e for e in evs if e.kind == "fence"]
         self.arrives = [e for e in evs if e.kind == "arrive"]
         self.awaits = [e for e in evs if e.kind == "await"]
+        self._may_share: dict = {}
 
     # ------------------------------------------------------------ sets
     def space(self, A: Event, B: Event, rank: int) -> str:
@@ -92,6 +99,21 @@ class Builder:
 
     def wrap(self, A, B, rank, body: str) -> str:
         return f"{self.enc.pstr} -> {{ {self.space(A, B, rank)} : {self.enc.context} and {body} }}"
+
+    def may_follow(self, h: Event, s: Event, shared: bool = True) -> bool:
+        """Some instance of ``s`` may come after one of ``h`` (at some sizes), run by a
+        thread of it when ``shared``: when not, no chain hands on from holder ``h`` through
+        ``s`` (every edge text requires both). Cached."""
+        key = (id(h), id(s), shared)
+        if key not in self._may_share:
+            enc = self.enc
+            dims = enc.dims(h, "h") + enc.dims(s, "q")
+            share = f" and {enc.share(h, 'h', s, 'q')}" if shared else ""
+            text = (f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and "
+                    f"{enc.dom(h, 'h')} and {enc.dom(s, 'q')} and "
+                    f"{enc.before(h, 'h', s, 'q')}{share} }}")
+            self._may_share[key] = not isl.Set(text).is_empty()
+        return self._may_share[key]
 
     def exists(self, evs_pres, body: str) -> str:
         names = [n for e, p in evs_pres for n in self.enc.dims(e, p)]
@@ -286,21 +308,25 @@ class Builder:
                 unions.append((label, ex1, t1, h1, ph1))
         # P2 after every P1 (cheaper patterns first): a second edge caught by what the first
         # granted (issue/full quals)
-        for kind, s1, lvl, g, t1, ex1, h1, ph1 in firsts:
+        chains = [(f"{kind} at line {s1.srcinfo.line}", lvl, g, t1, ex1, h1, ph1)
+                  for kind, s1, lvl, g, t1, ex1, h1, ph1 in firsts]
+        longer = []
+        for label, lvl, g, t1, ex1, h1, ph1 in chains:
             if lvl != FULL:
                 continue
-            caught = g["full"]
-            for kind2, u1, u2, lvl2, L22 in self.edges(h1, caught, mask, 1):
+            for kind2, u1, u2, lvl2, L22 in self.edges(h1, g["full"], mask, 1):
                 g2 = self.grants(lvl2, L22, mask)
+                t2, ex2, h2, ph2 = self.edge_text(h1, ph1, kind2, u1, u2, "s")
+                label2 = f"{label} then {kind2} at line {u1.srcinfo.line}"
+                if self.may_follow(h1, u1) and self.may_follow(h2, B, shared=False):
+                    longer.append((label2, lvl2, g2, f"{t1} and {t2}", ex1 + ex2, h2, ph2))
                 if not g2[need] & E2:
                     continue
-                t2, ex2, h2, ph2 = self.edge_text(h1, ph1, kind2, u1, u2, "s")
                 body = (f"{t1} and {t2} and {enc.before(h2, ph2, B, 'b')} and "
                         f"{enc.cover(h2, ph2, B, 'b', conv2)}")
-                label = f"{kind} at line {s1.srcinfo.line} then {kind2} at line {u1.srcinfo.line}"
-                yield label, self.wrap(A, B, rank, self.exists(ex1 + ex2, body))
-                unions.append((label, ex1 + ex2, f"{t1} and {t2}", h2, ph2))
-        # last, each pattern's instances together: every thread of B is a thread of some
+                yield label2, self.wrap(A, B, rank, self.exists(ex1 + ex2, body))
+                unions.append((label2, ex1 + ex2, f"{t1} and {t2}", h2, ph2))
+        # then each pattern's instances together: every thread of B is a thread of some
         # instance of the pattern's holder that is caught and before B (the union of several
         # holders, e.g. one Await per CTA before a collective both CTAs issue)
         if not conv2:
@@ -308,6 +334,33 @@ class Builder:
                 text = self.union_text(B, ex, body, h, ph)
                 if text is not None:
                     yield f"{label}, its instances together", self.wrap(A, B, rank, text)
+        # last, longer chains (P3 ...): each edge caught by what the one before granted, a
+        # relay through threads that never touch the data (at most MAX_CHAIN edges and
+        # MAX_LONG_CHAINS candidates: beyond, the pair stays for the concrete check)
+        made = 0
+        for depth in range(2, MAX_CHAIN):
+            nxt = []
+            for label, lvl, g, t, ex, h, ph in longer:
+                if lvl != FULL:
+                    continue
+                for kind3, u1, u2, lvl3, L23 in self.edges(h, g["full"], mask, depth):
+                    if not self.may_follow(h, u1):  # no thread of the holder runs it later
+                        continue
+                    g3 = self.grants(lvl3, L23, mask)
+                    t3, ex3, h3, ph3 = self.edge_text(h, ph, kind3, u1, u2, f"s{depth}")
+                    label3 = f"{label} then {kind3} at line {u1.srcinfo.line}"
+                    if not self.may_follow(h3, B, shared=False):
+                        continue  # the chain ends after B: it orders nothing for B
+                    nxt.append((label3, lvl3, g3, f"{t} and {t3}", ex + ex3, h3, ph3))
+                    if not g3[need] & E2:
+                        continue
+                    made += 1
+                    if made > MAX_LONG_CHAINS:
+                        return
+                    body = (f"{t} and {t3} and {enc.before(h3, ph3, B, 'b')} and "
+                            f"{enc.cover(h3, ph3, B, 'b', conv2)}")
+                    yield label3, self.wrap(A, B, rank, self.exists(ex + ex3, body))
+            longer = nxt
 
 
 def _fewer_threads(h: Event, B: Event) -> bool:
