@@ -282,9 +282,9 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
 def _minus(witnesses: list, left: isl.Set, txt: str) -> isl.Set:
     """``left`` less the set ``txt``, appending to ``witnesses`` the witness of ``txt`` on
     the part of ``left`` it covers (``witness.compute``)."""
-    s = isl.Set(txt)
-    witnesses.append(witness.compute(left.intersect(s), txt))
-    return left.subtract(s)
+    o = witness.Ordered(txt)
+    witnesses.append(o.witness(left.intersect(o.set)))
+    return left.subtract(o.set)
 
 
 def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:

@@ -391,13 +391,13 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
             ob.witnesses.append(taken[1])
         return conflict
     text = prune_text(text)
-    s = isl.Set(text)
-    met = conflict.intersect(s)
+    o = witness.Ordered(text)
+    met = conflict.intersect(o.set)
     if met.is_empty():
         return conflict
     ob.ordered.append((label, text))
-    ob.witnesses.append(witness.compute(met, text))
-    return conflict.subtract(s)
+    ob.witnesses.append(o.witness(met))
+    return conflict.subtract(o.set)
 
 
 def _q(abbrev):

@@ -296,6 +296,11 @@ class Builder:
                         first_edges.append(("trailing", r, w, FULL, w.L2))
         firsts, unions = [], []
         for kind, s1, s2, lvl, L2 in first_edges:
+            # an edge no thread of A can run after A, or whose holder cannot precede B,
+            # orders nothing (the exact filter of ``may_follow``; it saves isl the texts)
+            if not self.may_follow(A, s1, shared=(kind != "trailing")) or \
+                    not self.may_follow(s2, B, shared=False):
+                continue
             g = self.grants(lvl, L2, mask)
             t1, ex1, h1, ph1 = self.edge_text(A, "a", "fence" if kind == "fence" else "pair",
                                               s1, s2, "p", trailing=(kind == "trailing"))
@@ -315,11 +320,12 @@ class Builder:
             if lvl != FULL:
                 continue
             for kind2, u1, u2, lvl2, L22 in self.edges(h1, g["full"], mask, 1):
+                if not self.may_follow(h1, u1) or not self.may_follow(u2, B, shared=False):
+                    continue
                 g2 = self.grants(lvl2, L22, mask)
                 t2, ex2, h2, ph2 = self.edge_text(h1, ph1, kind2, u1, u2, "s")
                 label2 = f"{label} then {kind2} at line {u1.srcinfo.line}"
-                if self.may_follow(h1, u1) and self.may_follow(h2, B, shared=False):
-                    longer.append((label2, lvl2, g2, f"{t1} and {t2}", ex1 + ex2, h2, ph2))
+                longer.append((label2, lvl2, g2, f"{t1} and {t2}", ex1 + ex2, h2, ph2))
                 if not g2[need] & E2:
                     continue
                 body = (f"{t1} and {t2} and {enc.before(h2, ph2, B, 'b')} and "

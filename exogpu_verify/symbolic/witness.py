@@ -198,24 +198,48 @@ def map_text(flat: Flat) -> str:
 # ------------------------------------------------------------------------ computing (isl)
 
 
+class Ordered:
+    """An ordered set read by isl once: as the relation from its points to its bound
+    variables when it has a flat form (``flatten``; then ``set`` is that relation's domain,
+    the same set as the text's), else as the set alone (no witness)."""
+
+    def __init__(self, text: str):
+        import islpy as isl
+
+        self.text = text
+        try:
+            self.flat = flatten(parse_set(text))
+        except ParseError:
+            self.flat = None
+        self.rel = None
+        if self.flat is not None and self.flat.vars:
+            self.rel = isl.Map(map_text(self.flat))
+            self.set = self.rel.domain()
+        else:
+            self.set = isl.Set(text)
+
+    def witness(self, domain):
+        """The witness on ``domain`` (the pairs this set has to order), as ``compute``."""
+        if self.flat is None:
+            return None
+        if not self.flat.vars:
+            return [[]]
+        return _lexmin(self.flat, self.rel, domain)
+
+
 def compute(domain, text: str):
     """The witness of the ordered set ``text`` on ``domain`` (an isl set in its space:
     the pairs it has to order): a list of candidates, each a list of term texts, one per
     bound variable; ``[[]]`` for a set without quantifiers; None when there is none
     (a quantifier under a negation, too many pieces, or isl cannot compute it)."""
+    return Ordered(text).witness(domain)
+
+
+def _lexmin(flat: Flat, rel, domain):
     import islpy as isl
 
     try:
-        flat = flatten(parse_set(text))
-    except ParseError:
-        return None
-    if flat is None:
-        return None
-    if not flat.vars:
-        return [[]]
-    try:
-        pma = isl.Map(map_text(flat)).intersect_domain(domain.coalesce()) \
-            .lexmin_pw_multi_aff()
+        pma = rel.intersect_domain(domain.coalesce()).lexmin_pw_multi_aff()
         if pma.n_piece() > MAX_PIECES:
             return None
         pieces: list = []
