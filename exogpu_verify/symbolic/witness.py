@@ -49,6 +49,7 @@ class Flat:
     dims: tuple
     vars: tuple
     pieces: tuple  # formulas (syntax trees of isltext), one per piece of the set
+    tuple_name: str = ""
 
 
 def _prefixes(params) -> tuple[str, str]:
@@ -77,7 +78,7 @@ def flatten(s: IslSet) -> Flat | None:
     except _Negated:
         return None
     pieces = tuple(_pin(f, [v for v in out_vars if v not in mine]) for f, mine in forms)
-    return Flat(s.params, dims, tuple(out_vars), pieces)
+    return Flat(s.params, dims, tuple(out_vars), pieces, s.pieces[0].tuple_name)
 
 
 class _Negated(Exception):
@@ -191,7 +192,7 @@ def map_text(flat: Flat) -> str:
     """The isl map from the set's points to its bound variables."""
     head = f"[{', '.join(flat.params)}] -> " if flat.params else ""
     dom, rng = ", ".join(flat.dims), ", ".join(flat.vars)
-    return head + "{ " + " ; ".join(f"[{dom}] -> [{rng}] : {_isl_formula(f)}"
+    return head + "{ " + " ; ".join(f"{flat.tuple_name}[{dom}] -> [{rng}] : {_isl_formula(f)}"
                                     for f in flat.pieces) + " }"
 
 
@@ -213,10 +214,13 @@ class Ordered:
             self.flat = None
         self.rel = None
         if self.flat is not None and self.flat.vars:
-            self.rel = isl.Map(map_text(self.flat))
-            self.set = self.rel.domain()
-        else:
-            self.set = isl.Set(text)
+            try:
+                self.rel = isl.Map(map_text(self.flat))
+                self.set = self.rel.domain()
+                return
+            except isl.Error:  # not expected; then the set alone, without a witness
+                self.flat, self.rel = None, None
+        self.set = isl.Set(text)
 
     def witness(self, domain):
         """The witness on ``domain`` (the pairs this set has to order), as ``compute``."""

@@ -106,3 +106,12 @@ def test_term_text_reads_back_to_the_same_tree():
     for t in ["(x0 + (-3))", "floor(((2 * x1) + N)/4)", "((x0 + 1) mod 3)", "(-2 * x0)", "7"]:
         tree = parse_term(t)
         assert parse_term(W.term_text(tree)) == tree
+
+
+def test_a_named_tuple_and_a_negation_without_quantifier_keep_their_witness():
+    o = W.Ordered("[N] -> { S[i, j] : 0 <= i < N and exists (k : i <= k < j and not (k = 3)) }")
+    conflict = isl.Set("[N] -> { S[i, j] : 0 <= i < j < N }")
+    assert o.set.is_equal(isl.Set("[N] -> { S[i, j] : 0 <= i < N and exists (k : i <= k < j "
+                                  "and (k < 3 or k > 3)) }"))
+    w = o.witness(conflict.intersect(o.set))
+    assert sorted(w) == [["4"], ["x0"]]  # lexmin: i itself, or 4 where i = 3
