@@ -390,6 +390,9 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
             ob.ordered.append((label, taken[0]))
             ob.witnesses.append(taken[1])
         return conflict
+    quick = getattr(text, "quick", None)
+    if quick is not None and conflict.intersect(quick()).is_empty():
+        return conflict  # the same set, composed from cached relations: it meets nothing
     text = prune_text(text)
     o = witness.Ordered(text)
     met = conflict.intersect(o.set)

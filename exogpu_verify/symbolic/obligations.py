@@ -91,6 +91,7 @@ class Builder:
         self.arrives = [e for e in evs if e.kind == "arrive"]
         self.awaits = [e for e in evs if e.kind == "await"]
         self._may_share: dict = {}
+        self._maps: dict = {}
 
     # ------------------------------------------------------------ sets
     def space(self, A: Event, B: Event, rank: int) -> str:
@@ -114,6 +115,48 @@ class Builder:
                     f"{enc.before(h, 'h', s, 'q')}{share} }}")
             self._may_share[key] = not isl.Set(text).is_empty()
         return self._may_share[key]
+
+    # ------------------------------------------------------------ relations (cached)
+    def _map(self, key, text: str) -> isl.Map:
+        m = self._maps.get(key)
+        if m is None:
+            m = self._maps[key] = isl.Map(text)
+        return m
+
+    def edge_rel(self, src: Event, ps: str, kind: str, s1: Event, s2: Event, pre: str,
+                 trailing: bool = False) -> isl.Map:
+        """{ src instance -> holder instance : the edge (s1, s2) catches src }: the
+        relation form of ``edge_text``."""
+        key = ("edge", id(src), ps, kind, id(s1), id(s2), pre, trailing)
+        if key not in self._maps:
+            enc = self.enc
+            t, ex, h, ph = self.edge_text(src, ps, kind, s1, s2, pre, trailing=trailing)
+            inner = [(e, p) for e, p in ex if p != ph]
+            body = self.exists(inner, t) if inner else f"({t})"
+            text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(src, ps))}] -> "
+                    f"[{', '.join(enc.dims(h, ph))}] : {enc.context} and {enc.dom(h, ph)} "
+                    f"and {body} }}")
+            self._map(key, text)
+        return self._maps[key]
+
+    def tail_rel(self, h: Event, ph: str, B: Event, conv2: bool) -> isl.Map:
+        """{ holder instance -> B instance : before B, and its threads cover B's }."""
+        key = ("tail", id(h), ph, id(B), conv2)
+        if key not in self._maps:
+            enc = self.enc
+            text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(h, ph))}] -> "
+                    f"[{', '.join(enc.dims(B, 'b'))}] : {enc.context} and "
+                    f"{enc.before(h, ph, B, 'b')} and {enc.cover(h, ph, B, 'b', conv2)} }}")
+            self._map(key, text)
+        return self._maps[key]
+
+    def _quick(self, rel, h: Event, ph: str, B: Event, conv2: bool, rank: int):
+        """``Candidate.quick`` of a chain: ``rel()`` (A instance -> last holder instance)
+        then the holder's tail to B, as the set [a..., b..., e...] (any elements e)."""
+        def quick():
+            s = rel().apply_range(self.tail_rel(h, ph, B, conv2)).wrap().flatten()
+            return s.add_dims(isl.dim_type.set, rank) if rank else s
+        return quick
 
     def exists(self, evs_pres, body: str) -> str:
         names = [n for e, p in evs_pres for n in self.enc.dims(e, p)]
@@ -304,19 +347,23 @@ class Builder:
             g = self.grants(lvl, L2, mask)
             t1, ex1, h1, ph1 = self.edge_text(A, "a", "fence" if kind == "fence" else "pair",
                                               s1, s2, "p", trailing=(kind == "trailing"))
-            firsts.append((kind, s1, lvl, g, t1, ex1, h1, ph1))
+            def rel1(kind=kind, s1=s1, s2=s2):
+                return self.edge_rel(A, "a", "fence" if kind == "fence" else "pair", s1, s2,
+                                     "p", trailing=(kind == "trailing"))
+            firsts.append((kind, s1, lvl, g, t1, ex1, h1, ph1, rel1))
             if g[need] & E2:
                 body = (f"{t1} and {enc.before(h1, ph1, B, 'b')} and "
                         f"{enc.cover(h1, ph1, B, 'b', conv2)}")
                 label = f"{kind} at line {s1.srcinfo.line}"
-                yield label, self.wrap(A, B, rank, self.exists(ex1, body))
+                yield label, Candidate.of(self.wrap(A, B, rank, self.exists(ex1, body)),
+                                          self._quick(rel1, h1, ph1, B, conv2, rank))
                 unions.append((label, ex1, t1, h1, ph1))
         # P2 after every P1 (cheaper patterns first): a second edge caught by what the first
         # granted (issue/full quals)
-        chains = [(f"{kind} at line {s1.srcinfo.line}", lvl, g, t1, ex1, h1, ph1)
-                  for kind, s1, lvl, g, t1, ex1, h1, ph1 in firsts]
+        chains = [(f"{kind} at line {s1.srcinfo.line}", lvl, g, t1, ex1, h1, ph1, rel1)
+                  for kind, s1, lvl, g, t1, ex1, h1, ph1, rel1 in firsts]
         longer = []
-        for label, lvl, g, t1, ex1, h1, ph1 in chains:
+        for label, lvl, g, t1, ex1, h1, ph1, rel1 in chains:
             if lvl != FULL:
                 continue
             for kind2, u1, u2, lvl2, L22 in self.edges(h1, g["full"], mask, 1):
@@ -330,7 +377,11 @@ class Builder:
                     continue
                 body = (f"{t1} and {t2} and {enc.before(h2, ph2, B, 'b')} and "
                         f"{enc.cover(h2, ph2, B, 'b', conv2)}")
-                yield label2, self.wrap(A, B, rank, self.exists(ex1 + ex2, body))
+
+                def rel2(rel1=rel1, h1=h1, ph1=ph1, kind2=kind2, u1=u1, u2=u2):
+                    return rel1().apply_range(self.edge_rel(h1, ph1, kind2, u1, u2, "s"))
+                yield label2, Candidate.of(self.wrap(A, B, rank, self.exists(ex1 + ex2, body)),
+                                           self._quick(rel2, h2, ph2, B, conv2, rank))
                 unions.append((label2, ex1 + ex2, f"{t1} and {t2}", h2, ph2))
         # then each pattern's instances together: every thread of B is a thread of some
         # instance of the pattern's holder that is caught and before B (the union of several
@@ -367,6 +418,21 @@ class Builder:
                             f"{enc.cover(h3, ph3, B, 'b', conv2)}")
                     yield label3, self.wrap(A, B, rank, self.exists(ex + ex3, body))
             longer = nxt
+
+
+class Candidate(str):
+    """An ordered-set text with a cheap way to the same set: ``quick()`` composes cached isl
+    relations of its edges (each read once per event pair) instead of reading the whole
+    text. Used only to skip a candidate that meets nothing left of the conflicts; a
+    candidate that does is read from its text as any other (``check._subtract``)."""
+
+    quick = None
+
+    @classmethod
+    def of(cls, text: str, quick) -> "Candidate":
+        c = cls(text)
+        c.quick = quick
+        return c
 
 
 def _fewer_threads(h: Event, B: Event) -> bool:
