@@ -92,6 +92,9 @@ class Builder:
         self.awaits = [e for e in evs if e.kind == "await"]
         self._may_share: dict = {}
         self._maps: dict = {}
+        #: skip candidate edges that cannot apply (``may_follow``) and candidates that meet
+        #: nothing (``Candidate.quick``); off while re-checking (``check.replaying``)
+        self.filtering = True
 
     # ------------------------------------------------------------ sets
     def space(self, A: Event, B: Event, rank: int) -> str:
@@ -105,6 +108,8 @@ class Builder:
         """Some instance of ``s`` may come after one of ``h`` (at some sizes), run by a
         thread of it when ``shared``: when not, no chain hands on from holder ``h`` through
         ``s`` (every edge text requires both). Cached."""
+        if not self.filtering:
+            return True
         key = (id(h), id(s), shared)
         if key not in self._may_share:
             enc = self.enc
