@@ -413,7 +413,8 @@ class Builder:
                     label3 = f"{label} then {kind3} at line {u1.srcinfo.line}"
                     if not self.may_follow(h3, B, shared=False):
                         continue  # the chain ends after B: it orders nothing for B
-                    nxt.append((label3, lvl3, g3, f"{t} and {t3}", ex + ex3, h3, ph3))
+                    if len(nxt) < MAX_LONG_CHAINS * 4:  # the next depth's starts, bounded
+                        nxt.append((label3, lvl3, g3, f"{t} and {t3}", ex + ex3, h3, ph3))
                     if not g3[need] & E2:
                         continue
                     made += 1

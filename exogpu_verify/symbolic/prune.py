@@ -123,45 +123,50 @@ def prune(f, known: _Classes):
 
 # ---------------------------------------------------------------- printing isl text
 
-def _term(t) -> str:
+def term_text(t, compact: bool = False) -> str:
+    """A term in isl's syntax; ``compact``: a negative product as ``(-k * t)`` (which our
+    reader reads back to the same tree) instead of ``(-(k * t))`` (the pruned texts' form)."""
     tag = t[0]
     if tag == "num":
         return str(t[1]) if t[1] >= 0 else f"(-{-t[1]})"
     if tag == "var":
         return t[1]
     if tag == "add":
-        return "(" + " + ".join(_term(x) for x in t[1]) + ")"
+        return "(" + " + ".join(term_text(x, compact) for x in t[1]) + ")"
     if tag == "mul":
-        return f"({t[1]} * {_term(t[2])})" if t[1] >= 0 else \
-            f"(-({-t[1]} * {_term(t[2])}))"
+        inner = term_text(t[2], compact)
+        if t[1] >= 0:
+            return f"({t[1]} * {inner})"
+        return f"(-{-t[1]} * {inner})" if compact else f"(-({-t[1]} * {inner}))"
     if tag == "floor":
-        return f"floor(({_term(t[1])})/{t[2]})"
+        return f"floor(({term_text(t[1], compact)})/{t[2]})"
     if tag == "mod":
-        return f"(({_term(t[1])}) mod {t[2]})"
+        return f"(({term_text(t[1], compact)}) mod {t[2]})"
     raise ValueError(f"not a term: {tag!r}")
 
 
-def _formula(f) -> str:
+def formula_text(f) -> str:
+    """A formula in isl's syntax."""
     tag = f[0]
     if tag == "true":
         return "(1 = 1)"
     if tag == "false":
         return "(1 = 0)"
     if tag == "cmp":
-        return f"({_term(f[2])} {f[1]} {_term(f[3])})"
+        return f"({term_text(f[2])} {f[1]} {term_text(f[3])})"
     if tag in ("and", "or"):
-        return "(" + f" {tag} ".join(_formula(x) for x in f[1]) + ")"
+        return "(" + f" {tag} ".join(formula_text(x) for x in f[1]) + ")"
     if tag == "not":
-        return f"(not {_formula(f[1])})"
+        return f"(not {formula_text(f[1])})"
     if tag == "exists":
-        return f"(exists ({', '.join(f[1])} : {_formula(f[2])}))"
+        return f"(exists ({', '.join(f[1])} : {formula_text(f[2])}))"
     raise ValueError(f"not a syntax-tree node: {tag!r}")
 
 
 def set_text(s: IslSet) -> str:
     pieces = []
     for pc in s.pieces:
-        body = _formula(pc.formula)
+        body = formula_text(pc.formula)
         pieces.append(f"{pc.tuple_name}[{', '.join(pc.dims)}] : {body}")
     head = f"[{', '.join(s.params)}] -> " if s.params else ""
     return head + "{ " + "; ".join(pieces) + " }"

@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from .isltext import IslSet, ParseError, free_names, parse_set, parse_term
+from .prune import formula_text, term_text as _term_text
 
 #: at most this many pieces per ordered set (more: no witness, the quantified script)
 MAX_PIECES = 16
@@ -156,43 +157,14 @@ def _form(f, env, mine: list, vp: str, out_vars: list):
 
 def term_text(t) -> str:
     """A term in isl's syntax (``parse_term`` reads it back to the same tree)."""
-    tag = t[0]
-    if tag == "num":
-        return str(t[1]) if t[1] >= 0 else f"(-{-t[1]})"
-    if tag == "var":
-        return t[1]
-    if tag == "add":
-        return "(" + " + ".join(term_text(x) for x in t[1]) + ")"
-    if tag == "mul":
-        return f"({t[1]} * {term_text(t[2])})" if t[1] >= 0 else \
-            f"(-{-t[1]} * {term_text(t[2])})"
-    if tag == "floor":
-        return f"floor(({term_text(t[1])})/{t[2]})"
-    if tag == "mod":
-        return f"(({term_text(t[1])}) mod {t[2]})"
-    raise ValueError(f"not a term: {tag!r}")
-
-
-def _isl_formula(f) -> str:
-    tag = f[0]
-    if tag == "true":
-        return "(0 = 0)"
-    if tag == "false":
-        return "(1 = 0)"
-    if tag == "cmp":
-        return f"({term_text(f[2])} {f[1]} {term_text(f[3])})"
-    if tag in ("and", "or"):
-        return "(" + f" {tag} ".join(_isl_formula(x) for x in f[1]) + ")"
-    if tag == "not":
-        return f"(not {_isl_formula(f[1])})"
-    raise ValueError(f"not a flattened formula: {tag!r}")
+    return _term_text(t, compact=True)
 
 
 def map_text(flat: Flat) -> str:
     """The isl map from the set's points to its bound variables."""
     head = f"[{', '.join(flat.params)}] -> " if flat.params else ""
     dom, rng = ", ".join(flat.dims), ", ".join(flat.vars)
-    return head + "{ " + " ; ".join(f"{flat.tuple_name}[{dom}] -> [{rng}] : {_isl_formula(f)}"
+    return head + "{ " + " ; ".join(f"{flat.tuple_name}[{dom}] -> [{rng}] : {formula_text(f)}"
                                     for f in flat.pieces) + " }"
 
 
