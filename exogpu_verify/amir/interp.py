@@ -777,26 +777,4 @@ class Machine:
         st.awaited = True
 
 
-def describe_threads(task: int, mask: int, blockDim: int | None,
-                     task_desc: dict | None = None) -> str:
-    if task == ALL:
-        return "all threads (CPU scope / kernel boundary)"
-    where = f"task ({task_desc[task]})" if task_desc and task in task_desc else f"task #{task}"
-    ts = bits(mask)
-    if not ts:
-        return f"{where}: no threads"
-    runs, start, prev = [], ts[0], ts[0]
-    for t in ts[1:]:
-        if t != prev + 1:
-            runs.append((start, prev))
-            start = t
-        prev = t
-    runs.append((start, prev))
-    txt = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:6])
-    if len(runs) > 6:
-        txt += ", ..."
-    word = "thread" if len(ts) == 1 else "threads"
-    return f"{word} {txt} of {where}"
-
-
-__all__ = ["Machine", "Hazard", "CheckError", "describe_threads", "SYNC_TLS", "Memory"]
+__all__ = ["Machine", "Hazard", "CheckError", "SYNC_TLS", "Memory"]
