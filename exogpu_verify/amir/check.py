@@ -9,7 +9,7 @@ from ..ir.nodes import Procedure
 from .convert import lower_to_amir
 from .interp import CheckError, Hazard, Machine, ev
 from .machine import ALL
-from .threads import bits
+from .threads import bits, runs_text
 
 HAZARD_TEXT = {
     "RAW": "read-after-write hazard",
@@ -162,16 +162,7 @@ def describe_threads(task: int, mask: int, blockDim: int | None,
     ts = bits(mask)
     if not ts:
         return f"{where}: no threads"
-    runs, start, prev = [], ts[0], ts[0]
-    for t in ts[1:]:
-        if t != prev + 1:
-            runs.append((start, prev))
-            start = t
-        prev = t
-    runs.append((start, prev))
-    txt = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:6])
-    if len(runs) > 6:
-        txt += ", ..."
+    txt = runs_text(ts, 6)
     word = "thread" if len(ts) == 1 else "threads"
     return f"{word} {txt} of {where}"
 

@@ -37,7 +37,7 @@ from ..semantics.interpreter import compiled
 from ..semantics.runtime import alloc, window
 from .convert import param_modes
 from .oracle_eval import Compiler
-from .threads import CollectiveError, bits, range_mask, tile, warps
+from .threads import CollectiveError, bits, range_mask, runs_text, tile, warps
 
 _SM80 = QUAL_TLS["sm80"]
 
@@ -61,14 +61,7 @@ class OracleDeadlock(Exception):
 
 
 def ranges(ts: list[int]) -> str:
-    runs, start, prev = [], ts[0], ts[0]
-    for t in ts[1:]:
-        if t != prev + 1:
-            runs.append((start, prev))
-            start = t
-        prev = t
-    runs.append((start, prev))
-    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+    return runs_text(ts)
 
 
 # ------------------------------------------------------------------ trace records

@@ -143,3 +143,21 @@ def warps(mask: int, ctx: CudaWarps, cfg: CudaDeviceFunction, top_level: bool) -
         for w in ws:
             out |= range_mask(cta * bd + 32 * w, cta * bd + 32 * w + 32) & mask
     return out
+
+
+def runs_text(ids, limit: int | None = None) -> str:
+    """``ids`` (any order) as maximal runs of consecutive ids, ``"0-31, 64, 96-127"``; with
+    ``limit``, the first ``limit`` runs and then ``", ..."``."""
+    ts = sorted(ids)
+    if not ts:
+        return ""
+    runs, start, prev = [], ts[0], ts[0]
+    for t in ts[1:]:
+        if t != prev + 1:
+            runs.append((start, prev))
+            start = t
+        prev = t
+    runs.append((start, prev))
+    shown = runs if limit is None else runs[:limit]
+    txt = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in shown)
+    return txt + (", ..." if len(shown) < len(runs) else "")

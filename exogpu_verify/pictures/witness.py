@@ -17,6 +17,7 @@ import itertools
 import linecache
 from dataclasses import dataclass
 
+from ..amir.threads import runs_text
 from ..analysis import analyze
 from ..analysis.walk import child_blocks
 from ..ir import nodes as N
@@ -241,15 +242,7 @@ def _ranges(threads) -> str:
     ts = sorted(threads)
     if not ts:
         return "no threads"
-    runs, start, prev = [], ts[0], ts[0]
-    for t in ts[1:]:
-        if t != prev + 1:
-            runs.append((start, prev))
-            start = t
-        prev = t
-    runs.append((start, prev))
-    txt = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:4])
-    return ("thread " if len(ts) == 1 else "threads ") + txt + (", ..." if len(runs) > 4 else "")
+    return ("thread " if len(ts) == 1 else "threads ") + runs_text(ts, 4)
 
 
 # ------------------------------------------------------------------ program order
