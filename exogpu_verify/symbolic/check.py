@@ -126,6 +126,7 @@ def check_sync_symbolic(p: Procedure, timeout_s: float = 60.0, solvers=SOLVERS
     try:
         # the solvers' second opinion has its own time budget (the isl stage may have used
         # most of the first)
+        _recorded_witnesses(obs)
         discharge(obs, solvers, time.perf_counter() + timeout_s)
     except Unsupported as u:
         res = SymbolicResult("unknown", u.reason, obs, seconds=time.perf_counter() - t0,
@@ -261,14 +262,39 @@ def replaying(records):
     that pair derived the ordinary way, with isl, and the comparison with the certificate
     then reports the difference."""
     hints: dict = {}
+    wits: dict = {}
     for o in records:
         hints.setdefault((o["kind"], o["conflict"]), []).append(
             [(x["by"], x["set"], x.get("witness")) for x in o["ordered"]])
+        if o["ordered"] and all("witness" in x for x in o["ordered"]):
+            wits[(o["kind"], o["conflict"], tuple(x["set"] for x in o["ordered"]))] = \
+                [x["witness"] for x in o["ordered"]]
     token = _REPLAY.set(hints)
+    wtoken = _REPLAY_WITNESSES.set(wits)
     try:
         yield
     finally:
         _REPLAY.reset(token)
+        _REPLAY_WITNESSES.reset(wtoken)
+
+
+#: while re-checking: (kind, conflict text, ordered texts) -> the certificate's witnesses
+_REPLAY_WITNESSES: contextvars.ContextVar = contextvars.ContextVar("exogpu_replay_witnesses",
+                                                                   default=None)
+
+
+def _recorded_witnesses(obs) -> None:
+    """While re-checking, every obligation whose texts are a certificate's takes that
+    certificate's witnesses (also those that isl re-derived, e.g. barrier progress), so the
+    re-check never depends on how this isl prints its ``lexmin``; a witness is never
+    trusted (``decide._witnessed``), so taking it is always safe."""
+    wits = _REPLAY_WITNESSES.get()
+    if not wits:
+        return
+    for ob in obs:
+        w = wits.get((ob.kind, ob.conflict, tuple(t for _, t in ob.ordered)))
+        if w is not None:
+            ob.witnesses = list(w)
 
 
 class _Replay:

@@ -90,7 +90,7 @@ class Builder:
         self.fences = [e for e in evs if e.kind == "fence"]
         self.arrives = [e for e in evs if e.kind == "arrive"]
         self.awaits = [e for e in evs if e.kind == "await"]
-        self._may_share: dict = {}
+        self._may_follow: dict = {}
         self._maps: dict = {}
         #: skip candidate edges that cannot apply (``may_follow``) and candidates that meet
         #: nothing (``Candidate.quick``); off while re-checking (``check.replaying``)
@@ -111,15 +111,15 @@ class Builder:
         if not self.filtering:
             return True
         key = (id(h), id(s), shared)
-        if key not in self._may_share:
+        if key not in self._may_follow:
             enc = self.enc
             dims = enc.dims(h, "h") + enc.dims(s, "q")
             share = f" and {enc.share(h, 'h', s, 'q')}" if shared else ""
             text = (f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and "
                     f"{enc.dom(h, 'h')} and {enc.dom(s, 'q')} and "
                     f"{enc.before(h, 'h', s, 'q')}{share} }}")
-            self._may_share[key] = not isl.Set(text).is_empty()
-        return self._may_share[key]
+            self._may_follow[key] = not isl.Set(text).is_empty()
+        return self._may_follow[key]
 
     # ------------------------------------------------------------ relations (cached)
     def _map(self, key, text: str) -> isl.Map:
