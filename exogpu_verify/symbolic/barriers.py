@@ -282,7 +282,7 @@ def trailing_before_arrive(b: Builder, enc: Encoder, w: Event, ms) -> Obligation
 def _minus(witnesses: list, left: isl.Set, txt: str) -> isl.Set:
     """``left`` less the set ``txt``, appending to ``witnesses`` the witness of ``txt`` on
     the part of ``left`` it covers (``witness.compute``)."""
-    o = witness.Ordered(txt)
+    o = witness.ordered(txt)
     witnesses.append(o.witness(left.intersect(o.set)))
     return left.subtract(o.set)
 

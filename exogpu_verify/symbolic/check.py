@@ -423,7 +423,7 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
     if quick is not None and conflict.intersect(quick()).is_empty():
         return conflict  # the same set, composed from cached relations: it meets nothing
     text = prune_text(text)
-    o = witness.Ordered(text)
+    o = witness.ordered(text)
     met = conflict.intersect(o.set)
     if met.is_empty():
         return conflict

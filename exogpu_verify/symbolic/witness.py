@@ -27,6 +27,7 @@ name); a variable bound in one disjunct only is 0 in the others.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -203,12 +204,19 @@ class Ordered:
         return _lexmin(self.flat, self.rel, domain)
 
 
+@functools.lru_cache(maxsize=512)
+def ordered(text: str) -> Ordered:
+    """``Ordered(text)``, read once per text (obligations of one program share orderings:
+    the WAR and WAW of one buffer, the RAW of its two operands); isl objects are immutable."""
+    return Ordered(text)
+
+
 def compute(domain, text: str):
     """The witness of the ordered set ``text`` on ``domain`` (an isl set in its space:
     the pairs it has to order): a list of candidates, each a list of term texts, one per
     bound variable; ``[[]]`` for a set without quantifiers; None when there is none
     (a quantifier under a negation, too many pieces, or isl cannot compute it)."""
-    return Ordered(text).witness(domain)
+    return ordered(text).witness(domain)
 
 
 def _lexmin(flat: Flat, rel, domain):
