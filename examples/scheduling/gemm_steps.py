@@ -37,11 +37,12 @@ WARPS = [CudaWarpConfig("producer", 4, setmaxnreg_dec=40),
          CudaWarpConfig("consumer", 8, setmaxnreg_inc=232)]
 
 
-def spec(shape: Shape, tiles: int = 1, out: str = "f32"):
+def spec(shape: Shape, tiles: int = 1, out: str = "f32", split_k: int = 1):
     """The naive spec ``C = A @ B.T`` (f32 accumulation) for ``shape``, with size rules for
-    ``tiles`` output tiles per task. With a bf16 ``C`` the f32 accumulator is a scalar of the
-    spec, rounded once when stored (accumulating in ``C`` would round at every step)."""
-    T, NM, KB = shape.T, shape.tile_n * tiles, shape.kb
+    ``tiles`` output tiles per task and ``split_k`` K slices of whole K steps. With a bf16
+    ``C`` the f32 accumulator is a scalar of the spec, rounded once when stored
+    (accumulating in ``C`` would round at every step)."""
+    T, NM, KB = shape.T, shape.tile_n * tiles, shape.kb * split_k
     if out == "f32":
         @proc
         def gemm(M: size, N: size, K: size, A: T[M, K], B: T[N, K], C: f32[M, N]):
@@ -105,20 +106,50 @@ def span(first, last):
     return first.as_block().expand(0, last.path()[-1][1] - first.path()[-1][1])
 
 
-def check_equal(p0, p1, sizes=(("M", 128), ("N", 256), ("K", 128)), seed=0):
-    """Run both procs on the same random inputs; the outputs must be bitwise equal."""
+def _np_type(t):
     import ml_dtypes
 
+    return ml_dtypes.bfloat16 if t.name == "bf16" else np.float32
+
+
+def inputs(p, sizes, seed=0):
+    """``(M, N, K, A, B)``: random inputs of ``p`` at ``sizes`` (standard normal, in the
+    parameters' types)."""
     rng = np.random.default_rng(seed)
     sz = dict(sizes)
     M, N, K = sz["M"], sz["N"], sz["K"]
-    def np_type(t):
-        return ml_dtypes.bfloat16 if t.name == "bf16" else np.float32
+    A = rng.standard_normal((M, K)).astype(_np_type(p.param("A").type.scalar))
+    B = rng.standard_normal((N, K)).astype(_np_type(p.param("B").type.scalar))
+    return M, N, K, A, B
 
-    A = rng.standard_normal((M, K)).astype(np_type(p0.param("A").type.scalar))
-    B = rng.standard_normal((N, K)).astype(np_type(p0.param("B").type.scalar))
-    C0 = np.full((M, N), np.nan, np_type(p0.param("C").type.scalar))
-    C1 = C0.copy()
-    interpret(p0, M=M, N=N, K=K, A=A, B=B, C=C0)
-    interpret(p1, M=M, N=N, K=K, A=A, B=B, C=C1)
-    return C0.tobytes() == C1.tobytes()
+
+def run(p, sizes, seed=0):
+    """``p``'s C on the random inputs of ``check_equal`` (C starts as NaN)."""
+    M, N, K, A, B = inputs(p, sizes, seed)
+    C = np.full((M, N), np.nan, _np_type(p.param("C").type.scalar))
+    interpret(p, M=M, N=N, K=K, A=A, B=B, C=C)
+    return C
+
+
+def check_equal(p0, p1, sizes=(("M", 128), ("N", 256), ("K", 128)), seed=0):
+    """Run both procs on the same random inputs; the outputs must be bitwise equal."""
+    return run(p0, sizes, seed).tobytes() == run(p1, sizes, seed).tobytes()
+
+
+def split_k_reference(p, split_k: int, kb: int, sizes, seed=0):
+    """What a split-K kernel computes on ``check_equal``'s inputs (f32 C), written
+    independently of the IR: slice ``s`` sums the K steps ``s, s + split_k, ...`` (``kb``
+    columns each, in order) in f32 from zero, and the slices are added in order into a C
+    the host zeroed. The naive spec sums ``k = 0, 1, ...`` into C instead: the same sum in
+    real arithmetic, a different rounding."""
+    M, N, K, A, B = inputs(p, sizes, seed)
+    A, B = A.astype(np.float32), B.astype(np.float32)
+    C = np.zeros((M, N), np.float32)
+    for s in range(split_k):
+        D = np.zeros((M, N), np.float32)
+        for kt in range(K // (kb * split_k)):
+            for ki in range(kb):
+                k = kb * (split_k * kt + s) + ki
+                D += np.outer(A[:, k], B[:, k])  # products round in f32 (exact for bf16)
+        C += D
+    return C

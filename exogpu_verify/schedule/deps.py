@@ -232,6 +232,15 @@ def make_set(dims: list[str], constraints: list[str]) -> isl.Set:
     body = " and ".join(f"({c})" for c in constraints) or "1 = 1"
     params = sorted({t for t in _ID.findall(body) if t not in dims and t not in _KEYWORDS})
     text = f"[{', '.join(params)}] -> {{ [{', '.join(dims)}] : {body} }}"
+    return _parsed_set(text)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_set(text: str) -> isl.Set:
+    """isl's parse of ``text``, shared: a schedule asks the same questions again and again
+    (about 2 in 3 sets of a GEMM schedule repeat an earlier text). Sharing is safe because
+    islpy objects are values: every operation returns a new set (islpy copies an argument
+    that isl would consume)."""
     return isl.Set(text)
 
 
