@@ -204,10 +204,15 @@ class Ordered:
         return _lexmin(self.flat, self.rel, domain)
 
 
-@functools.lru_cache(maxsize=512)
 def ordered(text: str) -> Ordered:
     """``Ordered(text)``, read once per text (obligations of one program share orderings:
-    the WAR and WAW of one buffer, the RAW of its two operands); isl objects are immutable."""
+    the WAR and WAW of one buffer, the RAW of its two operands); isl objects are immutable.
+    Keyed by the plain text, so the cache holds no candidate's builder alive."""
+    return _ordered(str(text))
+
+
+@functools.lru_cache(maxsize=512)
+def _ordered(text: str) -> Ordered:
     return Ordered(text)
 
 
