@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from testlib import verify_cached
+from exogpu_verify.loader import module_bindings
 from exogpu_verify import interpret
 from exogpu_verify.report import VERDICTS, Report
 from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
@@ -40,9 +41,12 @@ def load_module(path: Path):
 
 
 def module_procs(mod) -> dict:
-    """The procedures and instructions the module itself defines, by name."""
-    return {k: v for k, v in vars(mod).items()
-            if isinstance(v, N.Procedure) and v.module is vars(mod)}
+    """The instructions the module defines and the procs it binds, by name, as
+    ``exogpu-verify`` finds them (``loader.module_bindings``: defined here or built here by a
+    factory or a schedule)."""
+    instrs = {k: v for k, v in vars(mod).items()
+              if isinstance(v, N.Procedure) and v.is_instr and v.module is vars(mod)}
+    return instrs | dict(module_bindings(mod))
 
 
 def control_value(e, sizes: dict) -> int:

@@ -19,6 +19,7 @@ import pytest
 
 from testlib import verify_cached
 from exogpu_verify import ExoGpuError, interpret
+from exogpu_verify.loader import module_bindings
 from exogpu_verify.report import VERDICTS, Report
 from exogpu_verify.frontend import parse_proc_source, print_proc, roundtrip_env
 from exogpu_verify.ir import nodes as N
@@ -35,9 +36,9 @@ def load_module(path: Path):
 
 
 def module_procs(mod) -> dict:
-    """The procedures and instructions the module itself defines, by name."""
-    return {k: v for k, v in vars(mod).items()
-            if isinstance(v, N.Procedure) and v.module is vars(mod)}
+    """The procs the module binds, by name, as ``exogpu-verify`` finds them
+    (``loader.module_bindings``: defined here or built here by a factory or a schedule)."""
+    return dict(module_bindings(mod))
 
 
 def control_value(e, sizes: dict) -> int:

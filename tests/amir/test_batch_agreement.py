@@ -22,6 +22,7 @@ import random
 
 import pytest
 
+from exogpu_verify.loader import module_procs
 from exogpu_verify.amir import check_sync_concrete, interp
 from exogpu_verify.amir.convert import lower_to_amir
 from exogpu_verify.analysis import analyze_static
@@ -184,9 +185,8 @@ def _shipped():
             sizes = getattr(mod, "VERIFY_SIZES", None)
             if not sizes:
                 continue
-            for v in vars(mod).values():
-                if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod) \
-                        and all(p.name in sizes for p in v.params if not p.is_data):
+            for v in module_procs(mod):
+                if all(p.name in sizes for p in v.params if not p.is_data):
                     # their per-element runs take 10-50 s of CPU each (the scheduled
                     # matmul, the GEMVs, the fixed async chain): the slow step checks them
                     heavy = "scheduling" in f.parts or f.stem == "gemv" or \

@@ -21,6 +21,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from exogpu_verify.loader import module_procs
 from exogpu_verify import interpret, verify
 from exogpu_verify.amir.oracle import OracleDeadlock, OracleError, run_parallel
 from exogpu_verify.analysis.walk import iter_stmts
@@ -97,9 +98,8 @@ def _module_procs():
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             sizes = getattr(mod, "VERIFY_SIZES", None)
-            for v in vars(mod).values():
-                if isinstance(v, N.Procedure) and not v.is_instr and v.module is vars(mod) \
-                        and sizes:
+            for v in module_procs(mod):
+                if sizes:
                     small = {k: SMALLER.get(k, x) for k, x in sizes.items()}
                     pid = f"{f.stem}.{v.name}"
                     # the GEMM family: ~1 min of oracle runs per variant; the GEMV family's

@@ -10,6 +10,7 @@ import random
 
 import pytest
 
+from exogpu_verify.loader import module_procs
 from exogpu_verify.amir import check_sync_concrete, interp
 from exogpu_verify.analysis import analyze_static
 from exogpu_verify.frontend import parse_proc_source
@@ -123,9 +124,8 @@ def test_shipped_programs_reports_unchanged():
             sizes = getattr(mod, "VERIFY_SIZES", None)
             if not sizes:
                 continue
-            for v in vars(mod).values():
-                if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod) \
-                        and all(p.name in sizes for p in v.params if not p.is_data) \
+            for v in module_procs(mod):
+                if all(p.name in sizes for p in v.params if not p.is_data) \
                         and v.name == ONE_VARIANT.get(f.stem, v.name):
                     _same(v, {k: x for k, x in sizes.items() if v.param(k)})
                     n += 1

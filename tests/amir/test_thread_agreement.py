@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from exogpu_verify.loader import module_procs
 from exogpu_verify.amir import lower_to_amir
 from exogpu_verify.amir.interp import Machine
 from exogpu_verify.amir.threads import bits
@@ -24,11 +25,9 @@ def _procs():
             spec = importlib.util.spec_from_file_location(f"agree_{folder}_{f.stem}", f)
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
-            for v in vars(mod).values():
-                if isinstance(v, Procedure) and not v.is_instr and v.module is vars(mod):
-                    sizes = getattr(mod, "VERIFY_SIZES", None)
-                    if sizes:
-                        out.append(pytest.param(v, sizes, id=f"{f.stem}.{v.name}"))
+            sizes = getattr(mod, "VERIFY_SIZES", None)
+            for v in module_procs(mod) if sizes else ():
+                out.append(pytest.param(v, sizes, id=f"{f.stem}.{v.name}"))
     return out
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from exogpu_verify.loader import module_procs
 from exogpu_verify.analysis import analyze, analyze_static
 from exogpu_verify.ir import nodes as N
 
@@ -72,8 +73,7 @@ def test_examples_static_verdicts(path, ok):
     spec = importlib.util.spec_from_file_location("exogpu_tests__ex__" + f.stem, f)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    procs = [v for v in vars(mod).values() if isinstance(v, N.Procedure) and not v.is_instr
-             and v.module is vars(mod)]
+    procs = module_procs(mod)
     assert procs
     for p in procs:
         ds = analyze_static(p)
