@@ -3,7 +3,11 @@ sizes that satisfy the asserts.
 
 ``gemm(cfg)`` builds one kernel from a ``GemmConfig``; ``VARIANTS`` holds the shipped ones by
 name (each is also a module-level name, so ``exogpu-verify specs/`` proves it and
-``exogpu-codegen specs/`` builds it). Conventions, as cuBLAS users expect: sizes ``M, N, K``;
+``exogpu-codegen specs/`` builds it). The cooperative 1x1-cluster kernels are scheduled from the naive
+matmul ``C[i, j] += A[i, k] * B[j, k]`` by checked rewrites (the library's schedule,
+``exogpu_verify.kernels.gemm.schedule_library``; ``derivation(cfg)`` lists the steps, and the
+certificates record them); the ping-pong and 2x1-cluster kernels are written directly below,
+since no rewrite introduces their per-warpgroup tile guard or the TMA multicast yet. Conventions, as cuBLAS users expect: sizes ``M, N, K``;
 ``A: T[M, K]`` row-major, ``B: T[N, K]`` (K-major, as TF32 wgmma needs), ``C: Tc[M, N]``;
 ``T`` is f32 (run as tf32 by the tensor cores) or bf16, ``Tc`` f32 or bf16.
 

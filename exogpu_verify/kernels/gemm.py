@@ -22,6 +22,7 @@ the kernel's provenance records each one (``docs/scheduling.md``).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 from ..facade import proc
@@ -162,7 +163,19 @@ def spec(cfg: Config):
 def schedule_library(cfg: Config = DEFAULT, show=None, name: str | None = None):
     """Return ``[(step description, proc), ...]`` from the spec of ``cfg`` to its kernel,
     named ``name`` (default ``cfg.name``, the library's name of the variant). ``show(desc,
-    proc)`` is called after each step."""
+    proc)`` is called on each step in order. The steps of one ``cfg`` are built once per
+    process (procedures are immutable values), so ``EXOGPU_LOG=schedule`` shows them the
+    first time only."""
+    steps = _steps(cfg)
+    for desc, p in steps if show else ():
+        show(desc, p)
+    final = rename(steps[-1][1], name or cfg.name)
+    return list(steps[:-1]) + [(steps[-1][0], final)]
+
+
+@functools.lru_cache(maxsize=32)
+def _steps(cfg: Config) -> tuple:
+    """The steps of ``schedule_library`` before the final ``rename``."""
     shape = cfg.shape
     T, TN, TK, S, G = shape.T, shape.tile_n, shape.kb, shape.stages, cfg.tiles
     KS = cfg.split_k
@@ -173,8 +186,6 @@ def schedule_library(cfg: Config = DEFAULT, show=None, name: str | None = None):
 
     def step(desc, p):
         steps.append((desc, p))
-        if show:
-            show(desc, p)
         return p
 
     p = step("the sequential specification", spec(cfg))
@@ -307,8 +318,8 @@ def schedule_library(cfg: Config = DEFAULT, show=None, name: str | None = None):
     p = step(f"epilogue: per chunk of {W} columns, store_acc into one of two C_smem buffers "
              "(resize_dim(fold=True)), then one TMA " + ("reduce-add" if KS > 1 else "store"),
              wrap_with_context(p, p.find(f"{tma_out.name}(_)"), CudaWarps(0, 1)))
-    p = library_sync(p, step, cfg, tma_out)
-    return steps[:-1] + [(steps[-1][0], rename(p, name or cfg.name))]
+    library_sync(p, step, cfg, tma_out)
+    return tuple(steps)
 
 
 def library_sync(p, step, cfg: Config, tma_out):

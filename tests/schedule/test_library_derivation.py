@@ -1,0 +1,67 @@
+"""specs/gemm.py ships its cooperative 1x1-cluster variants as scheduled from the naive
+matmul (``exogpu_verify.kernels.gemm``): each variant's provenance starts at the naive spec
+(sequential loops over host arrays, ``C[i, j] += A[i, k] * B[j, k]``), its unsafe steps are
+exactly split-K's two reassociations, and ``derivation(cfg)`` ends at the shipped proc; the
+variants no rewrite reaches yet (ping-pong, the 2x1 cluster) say they are written directly."""
+
+from __future__ import annotations
+
+import pytest
+from testlib import ROOT, load_path
+
+from exogpu_verify.ir import nodes as N
+from exogpu_verify.ir.derivation import derivation, root
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return load_path(ROOT / "specs" / "gemm.py")
+
+
+def _scheduled(cfg) -> bool:
+    return cfg.schedule == "cooperative" and cfg.cluster == 1
+
+
+def _kinds(stmts, out):
+    for s in stmts:
+        out.add(type(s).__name__)
+        for b in ("body", "orelse"):
+            _kinds(getattr(s, b, ()) or (), out)
+    return out
+
+
+def test_cooperative_variants_are_scheduled_from_the_naive_matmul(lib):
+    scheduled = [c for c in lib.VARIANT_CONFIGS if _scheduled(c)]
+    assert len(scheduled) == 7
+    for cfg in scheduled:
+        p = lib.VARIANTS[cfg.name]
+        p1 = root(p)
+        # p1 is the naive spec: loops, a zero-fill and the multiply-add, nothing parallel
+        assert _kinds(p1.body, set()) <= {"Assert", "For", "Assign", "Reduce", "Alloc"}, \
+            (cfg.name, _kinds(p1.body, set()))
+        assert all(isinstance(s.mode, N.Seq) for s in _loops(p1.body)), cfg.name
+        assert [q.name for q in p1.params] == ["M", "N", "K", "A", "B", "C"]
+        line = derivation(p)
+        assert line.startswith("derived from gemm") and "kernels/gemm.py" in line, line
+        unsafe = [r.name for r in p.provenance if r.unsafe]
+        assert unsafe == (["reorder_loops", "stage_mem"] if cfg.split_k > 1 else []), cfg.name
+        assert len(p.provenance) >= 100, (cfg.name, len(p.provenance))
+        assert lib.derivation(cfg)[-1][1] == p
+
+
+def _loops(stmts):
+    for s in stmts:
+        if isinstance(s, N.For):
+            yield s
+        for b in ("body", "orelse"):
+            yield from _loops(getattr(s, b, ()) or ())
+
+
+def test_the_others_are_written_directly(lib):
+    others = [c for c in lib.VARIANT_CONFIGS if not _scheduled(c)]
+    assert {c.schedule for c in others} == {"pingpong", "cooperative"}
+    for cfg in others:
+        p = lib.VARIANTS[cfg.name]
+        assert [r.name for r in p.provenance] == ["rename"], cfg.name
+        with pytest.raises(ValueError, match="written directly"):
+            lib.derivation(cfg)
