@@ -88,10 +88,13 @@ def _expression_problem(node: ast.AST, proc_name: str, is_proc):
 
 
 def _walk_in_order(node: ast.AST):
-    """Every node under ``node`` in source order (``ast.walk`` is breadth first)."""
-    yield node
-    for child in ast.iter_child_nodes(node):
-        yield from _walk_in_order(child)
+    """Every node under ``node`` in source order, depth first (``ast.walk`` is breadth
+    first); an explicit stack, since nested generators cost their depth per node."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(list(ast.iter_child_nodes(n))))
 
 
 def check_constructs(fdef: ast.FunctionDef, err, is_proc) -> None:
