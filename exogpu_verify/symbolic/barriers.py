@@ -283,8 +283,9 @@ def _minus(witnesses: list, left: isl.Set, txt: str) -> isl.Set:
     """``left`` less the set ``txt``, appending to ``witnesses`` the witness of ``txt`` on
     the part of ``left`` it covers (``witness.compute``)."""
     o = witness.ordered(txt)
-    witnesses.append(o.witness(left.intersect(o.set)))
-    return left.subtract(o.set)
+    met, rest = o.split(left)
+    witnesses.append(o.witness(met))
+    return rest
 
 
 def arrive_progress(b: Builder, enc: Encoder, w: Event, ms) -> Obligation:

@@ -424,12 +424,12 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
         return conflict  # the same set, composed from cached relations: it meets nothing
     text = prune_text(text)
     o = witness.ordered(text)
-    met = conflict.intersect(o.set)
+    met, rest = o.split(conflict)
     if met.is_empty():
         return conflict
     ob.ordered.append((label, text))
     ob.witnesses.append(o.witness(met))
-    return conflict.subtract(o.set)
+    return rest
 
 
 def _q(abbrev):

@@ -393,6 +393,14 @@ def parse_term(text: str):
     """Parse a whole text as one quasi-affine term (``ParseError`` if it is not one)."""
     if not isinstance(text, str):
         raise ParseError(f"expected a term's text, got {type(text).__name__}", 0, "")
+    return _term_parsed(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _term_parsed(text: str):
+    # witness terms repeat (``x6``, ``((x3) mod 2)``, ...) across candidates, sets and
+    # scripts, and each is read from isl's print and again for every script; trees are
+    # immutable, so one parse serves them all
     p = _Parser(text)
     t = p.term()
     if p.peek()[0] != "end":

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from .isltext import IslSet, ParseError, free_names, parse_set
-from .witness import WitnessError, flatten, parse_witness
+from .witness import WitnessError, parse_witness, witness_form
 
 LOGIC = "LIA"
 _SIMPLE = re.compile(r"^[A-Za-z_~!@$%^&*+=<>.?/-][A-Za-z0-9_~!@$%^&*+=<>.?/-]*$")
@@ -237,7 +237,7 @@ def obligation_smtlib(conflict: str, ordered: list, title: str = "",
         if witnesses is None:
             lines.append(f"(assert (not {set_formula(o, dims, params, names, lift)}))")
             continue
-        flat = flatten(o)
+        flat = witness_form(o)
         if flat is None:
             raise WitnessError(f"the set ordered by {lbl!r} has a quantifier under a "
                                "negation: no witness can replace it")
@@ -245,19 +245,38 @@ def obligation_smtlib(conflict: str, ordered: list, title: str = "",
             cands = parse_witness(flat, witnesses[k])
         except WitnessError as e:
             raise WitnessError(f"ordered[{k}].witness{e}") from None
-        lines.append(f"; its instances, given by {len(cands)} witness(es) (witness.py)")
-        for cand in cands:
-            env = dict(params)
-            env.update(zip(flat.dims, dims))
-            base = dict(env)
-            for v, t in zip(flat.vars, cand):
-                env[v] = _render(t, base, names)
-            f = flat.pieces[0] if len(flat.pieces) == 1 else ("or", flat.pieces)
-            unknown = free_names(f) - set(params) - set(flat.dims) - set(flat.vars)
+        env0 = dict(params)
+        env0.update(zip(flat.dims, dims))
+        known = set(params) | set(flat.dims) | set(flat.outer) | set(flat.vars)
+        f = flat.pieces[0] if len(flat.pieces) == 1 else ("or", flat.pieces)
+        for g in (f, flat.base, flat.guard):
+            unknown = free_names(g) - known
             if unknown:
                 raise ParseError(f"unknown name(s) {', '.join(sorted(unknown))} in the set "
                                  f"ordered by {lbl!r}", 0, "")
-            lines.append(f"(assert (not {_render(f, env, names)}))")
+        if flat.outer:
+            # not O(x) = not P(x) or exists t . G(x, t) and forall v . not F(x, t, v):
+            # t becomes fresh constants (the script is satisfiable exactly when the one
+            # with ``exists t`` is), v each candidate's terms over x and t
+            lines.append(f"; every thread of B, as {len(flat.outer)} new constant(s), runs "
+                         f"none of its holders' instances, given by {len(cands)} "
+                         "witness(es) (witness.py)")
+            for v in flat.outer:
+                env0[v] = _sym(names.pick(v))
+                lines.append(f"(declare-fun {env0[v]} () Int)")
+        else:
+            lines.append(f"; its instances, given by {len(cands)} witness(es) (witness.py)")
+        nots = []
+        for cand in cands:
+            env = dict(env0)
+            for v, t in zip(flat.vars, cand):
+                env[v] = _render(t, env0, names)
+            nots.append(f"(not {_render(f, env, names)})")
+        if not flat.outer:
+            lines += [f"(assert {x})" for x in nots]
+            continue
+        lines.append(f"(assert (or (not {_render(flat.base, env0, names)}) (and\n    "
+                     f"{_render(flat.guard, env0, names)}\n    " + "\n    ".join(nots) + ")))")
     lines.append("(check-sat)")
     lines.append("(exit)")
     return "\n".join(lines) + "\n"

@@ -11,7 +11,9 @@ on ``D`` as a piecewise quasi-affine function of ``x`` and the sizes: pieces
 ``v = w_1(x), ..., w_k(x)``. The *witnessed* script asserts ``C(x)`` and, for every ordered
 set and every piece, ``not F(x, w_j(x))``: no quantifier is left (``F`` has no negated
 quantifier, else there is no witness), and Z3 and cvc5 decide it in milliseconds where the
-quantified script takes seconds.
+quantified script takes seconds. A holder union (``flatten_union``: every thread ``t`` of
+B runs some holder instance ``v``) has one: ``not O(x)`` makes ``t`` existential (new
+constants in the script) and ``v`` universal, and ``w_j(x, t)`` are terms over both.
 
 Sound whatever the terms are: ``not exists v . F(x, v)`` implies ``not F(x, w)`` for any
 term ``w``, so the witnessed script is implied by the quantified one, and its ``unsat``
@@ -52,6 +54,13 @@ class Flat:
     vars: tuple
     pieces: tuple  # formulas (syntax trees of isltext), one per piece of the set
     tuple_name: str = ""
+    #: a holder union (``flatten_union``): the variables of its universal (B's thread and
+    #: its helpers), ``v0 ...`` before ``vars``, which witness terms may use; the formula
+    #: outside the universal (``base``, over ``dims``) and the universal's guard (``guard``,
+    #: over ``dims`` and ``outer``); ``pieces`` is then the one formula under the universal
+    outer: tuple = ()
+    base: tuple = ("true",)
+    guard: tuple = ("true",)
 
 
 def _prefixes(params) -> tuple[str, str]:
@@ -81,6 +90,63 @@ def flatten(s: IslSet) -> Flat | None:
         return None
     pieces = tuple(_pin(f, [v for v in out_vars if v not in mine]) for f, mine in forms)
     return Flat(s.params, dims, tuple(out_vars), pieces, s.pieces[0].tuple_name)
+
+
+def flatten_union(s: IslSet) -> Flat | None:
+    """A holder union ``O = { x : P(x) and not (exists t : G(x, t) and not (exists v :
+    F(x, t, v))) }`` (``Builder.union_text``: every thread ``t`` of B runs some holder
+    instance ``v``) as a ``Flat`` with ``outer`` the variables ``t`` (``v0 ...``), ``vars``
+    those of ``v`` (numbered on), ``base`` P, ``guard`` G and the one piece F; None for any
+    other shape (P and G without quantifiers, F without one under a negation, one piece).
+    Under the obligation's negation ``not O(x)`` is ``not P(x) or exists t . G(x, t) and
+    forall v . not F(x, t, v)``: a witness gives ``v`` as terms over ``x`` and ``t``."""
+    if len(s.pieces) != 1:
+        return None
+    pc = s.pieces[0]
+    parts = _conjuncts(pc.formula) if pc.formula[0] == "and" else [pc.formula]
+    unis = [x for x in parts if x[0] == "not" and x[1][0] == "exists"]
+    base = [x for x in parts if not (x[0] == "not" and x[1][0] == "exists")]
+    if len(unis) != 1 or any(_has_exists(x) for x in base):
+        return None
+    outer, body = unis[0][1][1], unis[0][1][2]
+    inner = _conjuncts(body) if body[0] == "and" else [body]
+    holds = [x for x in inner if x[0] == "not" and x[1][0] == "exists"]
+    guard = [x for x in inner if not (x[0] == "not" and x[1][0] == "exists")]
+    if len(holds) != 1 or any(_has_exists(x) for x in guard):
+        return None
+    xp, vp = _prefixes(s.params)
+    dims = tuple(f"{xp}{i}" for i in range(len(pc.dims)))
+    env = {d: ("var", n) for d, n in zip(pc.dims, dims)}
+    for p in s.params:
+        env.setdefault(p, ("var", p))
+    out_vars: list = []
+    inner_env = dict(env)
+    for v in outer:
+        name = f"{vp}{len(out_vars)}"
+        out_vars.append(name)
+        inner_env[v] = ("var", name)
+    scratch: list = []
+    try:
+        f = _form(holds[0][1], inner_env, scratch, vp, out_vars)
+        p_form = _form(_and(base), env, [], vp, [])
+        g_form = _form(_and(guard), inner_env, [], vp, [])
+    except _Negated:
+        return None
+    k = len(outer)
+    if len(out_vars) == k:  # no instance to give: not a holder union
+        return None
+    return Flat(s.params, dims, tuple(out_vars[k:]), (f,), pc.tuple_name,
+                tuple(out_vars[:k]), p_form, g_form)
+
+
+def _and(parts: list):
+    return ("true",) if not parts else parts[0] if len(parts) == 1 else ("and", tuple(parts))
+
+
+def witness_form(s: IslSet) -> Flat | None:
+    """The form a witness of ``s`` fits: ``flatten``, else ``flatten_union``."""
+    flat = flatten(s)
+    return flat if flat is not None else flatten_union(s)
 
 
 class _Negated(Exception):
@@ -162,11 +228,74 @@ def term_text(t) -> str:
 
 
 def map_text(flat: Flat) -> str:
-    """The isl map from the set's points to its bound variables."""
+    """The isl map from the set's points to its bound variables, each conjunction's
+    conjuncts in the order isl reads fastest (``conjuncts_first``). For a holder union:
+    from the points and B's thread (``[dims, outer]``, no tuple name) to the holder's
+    instances, where ``base`` and ``guard`` hold."""
     head = f"[{', '.join(flat.params)}] -> " if flat.params else ""
-    dom, rng = ", ".join(flat.dims), ", ".join(flat.vars)
-    return head + "{ " + " ; ".join(f"{flat.tuple_name}[{dom}] -> [{rng}] : {formula_text(f)}"
-                                    for f in flat.pieces) + " }"
+    rng = ", ".join(flat.vars)
+    if flat.outer:
+        f = ("and", (flat.base, flat.guard) + flat.pieces)
+        return (head + "{ [" + ", ".join(flat.dims + flat.outer) + f"] -> [{rng}] : "
+                + formula_text(conjuncts_first(f)) + " }")
+    dom = ", ".join(flat.dims)
+    return head + "{ " + " ; ".join(
+        f"{flat.tuple_name}[{dom}] -> [{rng}] : {formula_text(conjuncts_first(f))}"
+        for f in flat.pieces) + " }"
+
+
+def _union_texts(flat: Flat) -> tuple[str, str]:
+    """A holder union's ``base`` (over its points) and ``base and guard`` (over the points
+    and B's thread) as isl set texts."""
+    head = f"[{', '.join(flat.params)}] -> " if flat.params else ""
+    base = (head + f"{{ {flat.tuple_name}[{', '.join(flat.dims)}] : "
+            f"{formula_text(flat.base)} }}")
+    guard = (head + "{ [" + ", ".join(flat.dims + flat.outer) + "] : "
+             + formula_text(conjuncts_first(("and", (flat.base, flat.guard)))) + " }")
+    return base, guard
+
+
+def conjuncts_first(f):
+    """``f`` with nested conjunctions made one and their conjuncts reordered: equalities
+    first, then other comparisons, then disjunctions, fewest disjuncts first. The same
+    formula (conjunction commutes). isl reads ``a and b`` by intersecting what it read of
+    each, in text order, so a disjunction read after the equalities meets one basic set
+    where its dead disjuncts die at once, instead of multiplying with the disjunctions
+    before it (the flattened orderings: isl reads them in half the time)."""
+    tag = f[0]
+    if tag == "and":
+        parts = [conjuncts_first(x) for x in _conjuncts(f)]
+        return ("and", tuple(sorted(parts, key=_read_rank)))  # sorted() is stable
+    if tag == "or":
+        return ("or", tuple(conjuncts_first(x) for x in f[1]))
+    if tag == "not":
+        return ("not", conjuncts_first(f[1]))
+    return f
+
+
+def _conjuncts(f) -> list:
+    out = []
+    for x in f[1]:
+        out += _conjuncts(x) if x[0] == "and" else [x]
+    return out
+
+
+def _has_div(t) -> bool:
+    tag = t[0]
+    if tag in ("floor", "mod"):
+        return True
+    if tag == "add":
+        return any(_has_div(x) for x in t[1])
+    return tag == "mul" and _has_div(t[2])
+
+
+def _read_rank(f) -> tuple:
+    if f[0] == "cmp":
+        div = _has_div(f[2]) or _has_div(f[3])
+        return (0 if f[1] == "=" and not div else 2 if div else 1, 0)
+    if f[0] == "or":
+        return (4, len(f[1]))
+    return (3, 0)
 
 
 # ------------------------------------------------------------------------ computing (isl)
@@ -175,25 +304,78 @@ def map_text(flat: Flat) -> str:
 class Ordered:
     """An ordered set read by isl once: as the relation from its points to its bound
     variables when it has a flat form (``flatten``; then ``set`` is that relation's domain,
-    the same set as the text's), else as the set alone (no witness)."""
+    the same set as the text's), else as the set alone (no witness). A holder union
+    (``flatten_union``) is read as the relation from its points and B's thread to the
+    holder's instances, and the parts of a set it covers are derived from that relation
+    (``split``); isl reads its text (``set``), slow for a negated quantifier, only when
+    asked."""
 
     def __init__(self, text: str):
         import islpy as isl
 
         self.text = text
+        self._set = None
         try:
-            self.flat = flatten(parse_set(text))
+            s = parse_set(text)
+            self.flat = flatten(s)
+            if self.flat is None:
+                self.flat = flatten_union(s)
         except ParseError:
             self.flat = None
         self.rel = None
         if self.flat is not None and self.flat.vars:
             try:
                 self.rel = isl.Map(map_text(self.flat))
-                self.set = self.rel.domain()
+                if self.flat.outer:
+                    base, guard = _union_texts(self.flat)
+                    self.base, self.guard = isl.Set(base), isl.Set(guard)
+                    self.held = self.rel.domain()
+                else:
+                    self._set = self.rel.domain()
                 return
             except isl.Error:  # not expected; then the set alone, without a witness
                 self.flat, self.rel = None, None
-        self.set = isl.Set(text)
+        self._set = isl.Set(text)
+
+    @property
+    def set(self):
+        """The set itself (an isl set in the text's space)."""
+        if self._set is None:
+            import islpy as isl
+
+            self._set = isl.Set(self.text)
+        return self._set
+
+    def split(self, left):
+        """``(left & O, left - O)`` for an isl set ``left`` in the set's space; the second
+        is ``left`` itself when the first is empty. For a holder union, from the relation:
+        ``left - O`` is the part of ``left`` outside ``base`` and the points of ``left``
+        with a thread of B (``guard``) that runs no holder instance (outside ``held``, the
+        relation's domain), exactly the complement of the universal."""
+        if self._set is not None or self.flat is None or not self.flat.outer:
+            met = left.intersect(self.set)
+            # left - met is left - O, and isl subtracts the smaller set in half the time
+            return met, (left if met.is_empty() else left.subtract(met))
+        import islpy as isl
+
+        n, k = len(self.flat.dims), len(self.flat.outer)
+        bad = self._lift(left).intersect(self.guard).subtract(self.held) \
+            .project_out(isl.dim_type.set, n, k)
+        name = left.get_tuple_name()
+        if name:
+            bad = bad.set_tuple_name(name)
+        inside = left.intersect(self.base)
+        met = inside.subtract(bad)
+        if met.is_empty():
+            return met, left
+        return met, left.subtract(self.base).union(inside.intersect(bad))
+
+    def _lift(self, left):
+        """``left`` times every value of ``outer`` (the relation's domain space)."""
+        import islpy as isl
+
+        return left.reset_tuple_id().insert_dims(isl.dim_type.set, len(self.flat.dims),
+                                                  len(self.flat.outer))
 
     def witness(self, domain):
         """The witness on ``domain`` (the pairs this set has to order), as ``compute``."""
@@ -201,6 +383,8 @@ class Ordered:
             return None
         if not self.flat.vars:
             return [[]]
+        if self.flat.outer:  # every thread of B on ``domain``: the relation's domain
+            domain = self._lift(domain).intersect(self.guard)
         return _lexmin(self.flat, self.rel, domain)
 
 
@@ -228,7 +412,10 @@ def _lexmin(flat: Flat, rel, domain):
     import islpy as isl
 
     try:
-        pma = rel.intersect_domain(domain.coalesce()).lexmin_pw_multi_aff()
+        # equalities made explicit first: lexmin then eliminates the variables they fix
+        # (a fifth less time on the GEMMs' orderings, the same function)
+        pma = rel.intersect_domain(domain.coalesce()).detect_equalities() \
+            .lexmin_pw_multi_aff()
         if pma.n_piece() > MAX_PIECES:
             return None
         pieces: list = []
@@ -261,7 +448,7 @@ def parse_witness(flat: Flat, witness) -> list:
     ``WitnessError`` naming the candidate and term when one does not fit ``flat``."""
     if not isinstance(witness, list):
         raise WitnessError(f": expected a list of candidates, found {type(witness).__name__}")
-    known = set(flat.params) | set(flat.dims)
+    known = set(flat.params) | set(flat.dims) | set(flat.outer)
     out = []
     for k, cand in enumerate(witness):
         if not isinstance(cand, list) or not all(isinstance(t, str) for t in cand):
@@ -279,7 +466,7 @@ def parse_witness(flat: Flat, witness) -> list:
             if unknown:
                 raise WitnessError(f"[{k}][{m}]: unknown name(s) {', '.join(sorted(unknown))} "
                                    f"(a witness term may use the sizes and the dimensions "
-                                   f"{', '.join(flat.dims)})")
+                                   f"{', '.join(flat.dims + flat.outer)})")
             terms.append(tree)
         out.append(terms)
     return out

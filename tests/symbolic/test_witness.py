@@ -115,3 +115,78 @@ def test_a_named_tuple_and_a_negation_without_quantifier_keep_their_witness():
                                   "and (k < 3 or k > 3)) }"))
     w = o.witness(conflict.intersect(o.set))
     assert sorted(w) == [["4"], ["x0"]]  # lexmin: i itself, or 4 where i = 3
+
+
+# a holder union (``Builder.union_text``): every thread t of B (four of them) runs some
+# holder instance k = 4i + t before it; the obligation's negation makes t existential and
+# k universal, so a witness gives k as a term over the point and t
+UNION = ("[N] -> { [i] : 0 <= i < N and not (exists (t : 0 <= t < 4 and "
+         "not (exists (k : 0 <= k < 4N and k = 4i + t)))) }")
+# too weak: only the even threads run a holder
+UNION_EVEN = ("[N] -> { [i] : 0 <= i < N and not (exists (t : 0 <= t < 4 and "
+              "not (exists (k, q : 0 <= k < 4N and k = 4i + t and t = 2q)))) }")
+POINTS = "[N] -> { [i] : 0 <= i < N }"
+
+
+def test_flatten_union_names_the_thread_before_the_holder():
+    flat = W.flatten_union(parse_set(UNION))
+    assert flat.outer == ("v0",) and flat.vars == ("v1",) and flat.dims == ("x0",)
+    assert W.flatten(parse_set(UNION)) is None
+    assert W.witness_form(parse_set(UNION)) == flat
+    # other shapes with a negated quantifier have no witness form
+    assert W.witness_form(parse_set("{ [i] : not (exists (k : k = 2i)) }")) is None
+
+
+@pytest.mark.parametrize("text", [UNION, UNION_EVEN, UNION.replace("[i]", "S[i]")])
+def test_a_holder_union_splits_a_set_as_isl_reads_its_text(text):
+    o = W.Ordered(text)
+    assert o.flat is not None and o.flat.outer  # read as the relation, not as the set
+    named = "S[" in text
+    for left in ([POINTS, "[N] -> { [i] : -2 <= i < N + 3 }", "[N] -> { [i] : N >= 5 and "
+                  "i = 3 }"]):
+        if named:
+            left = left.replace("[i]", "S[i]")
+        s = isl.Set(left)
+        met, rest = o.split(s)
+        ref = isl.Set(text)
+        assert met.is_equal(s.intersect(ref)) and rest.is_equal(s.subtract(ref))
+
+
+def test_a_holder_union_has_a_witness_that_the_solvers_check():
+    o = W.Ordered(UNION)
+    met, rest = o.split(isl.Set(POINTS))
+    assert rest.is_empty()
+    w = o.witness(met)
+    assert w and all(len(c) == 1 for c in w)
+    assert answers(POINTS, [("union", UNION)], [w]) == {"z3": "unsat", "cvc5": "unsat"}
+    text = obligation_smtlib(POINTS, [("union", UNION)], "t", witnesses=[w])
+    assert "exists" not in text and "forall" not in text
+    assert answers(POINTS, [("union", UNION)], [[["((4 * x0) + v0)"]]]) == \
+        {"z3": "unsat", "cvc5": "unsat"}
+
+
+@pytest.mark.parametrize("terms", [[["(4 * x0)"]], [["((4 * x0) + 1)"]], [["v0"]],
+                                   [["(4 * x0)"], ["((4 * x0) + 2)"]]])
+def test_a_wrong_holder_union_witness_proves_nothing(terms):
+    # each misses some thread t of B: the witnessed script is satisfiable
+    assert answers(POINTS, [("union", UNION)], [terms]) == {"z3": "sat", "cvc5": "sat"}
+
+
+@settings(max_examples=15, deadline=None)
+@given(a=st.integers(-4, 4), b=st.integers(-3, 3), c=st.integers(-4, 4),
+       d=st.sampled_from([1, 2, 4]), pieces=st.integers(1, 3))
+def test_no_holder_union_witness_proves_a_false_obligation(a, b, c, d, pieces):
+    """UNION_EVEN leaves every point unordered (the odd threads run no holder): whatever
+    the terms, over the point and the thread, the witnessed script stays satisfiable."""
+    cands = []
+    for p in range(pieces):
+        k = f"floor(({a + p} * x0 + {b} * v0 + {c})/{d})"
+        cands.append([k, f"({k} mod 2)"])
+    assert answers(POINTS, [("even", UNION_EVEN)], [cands]) == {"z3": "sat", "cvc5": "sat"}
+
+
+def test_a_holder_union_witness_may_name_the_thread_but_nothing_else():
+    flat = W.flatten_union(parse_set(UNION))
+    assert W.parse_witness(flat, [["((4 * x0) + v0)"]])
+    with pytest.raises(W.WitnessError, match=r"unknown name\(s\) v1"):
+        W.parse_witness(flat, [["v1"]])
