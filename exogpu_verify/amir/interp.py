@@ -560,15 +560,17 @@ class Machine:
     def _coalesce(self, v: VarState, s: A.AmAccess, box, pkey) -> bool:
         """Extend the previous read record of the same statement by the same threads when
         its box is adjacent to ``box`` along one dimension and no synchronization touched it
-        since (its flags are still the initial ones). Such records behave identically in
-        every later check and sync, so their union is exact; only the report keeps the first
-        instance's iterators. This makes e.g. the k-slices of one wgmma operand one record."""
+        since (its flags are still the initial ones, and no Arrive enrolled it in a barrier
+        phase or commit group, which leaves the flags as they are). Such records behave
+        identically in every later check and sync, so their union is exact; only the report
+        keeps the first instance's iterators. This makes e.g. the k-slices of one wgmma operand one record."""
         last = v.last_read
         if last is None or pkey is not None:
             return False
         ls, ltask, lmask, rec = last
         if ls is not s or ltask != self.task or lmask != self.mask or rec.pending \
-                or rec.dead or rec.flags != rec.init_flags or rec.own != lmask or \
+                or rec.enrolled or rec.dead or rec.flags != rec.init_flags or \
+                rec.own != lmask or \
                 (rec.prx is not None and rec.prx != lmask):
             return False
         rb = rec.box
@@ -712,6 +714,7 @@ class Machine:
             lvl = rec.sync_level(task, mask, full1, temp1)
             if lvl is None:
                 continue
+            rec.enrolled = True
             for key, st in elems:
                 st.pending.append((rec, st.arrives, lvl))
         if self.cfg is not None:

@@ -97,7 +97,8 @@ class Record:
     """Visibility of one access to a box: flags[(qual bit, flag)] -> {task: mask}."""
 
     __slots__ = ("box", "mutate", "atomic", "event", "flags", "qmask", "pending", "var", "key",
-                 "dead", "init_flags", "prx", "pfence", "own", "part", "q0", "store")
+                 "dead", "init_flags", "prx", "pfence", "own", "part", "q0", "store",
+                 "enrolled")
 
     def __init__(self, box, mutate, atomic, event, qmask, var, key=False):
         self.box = box
@@ -127,12 +128,17 @@ class Record:
         self.part = False
         self.q0 = None  # first qual bit of a part record
         self.store = None  # the RecStore holding it
+        #: an Arrive caught it (a barrier phase or commit group holds it) without changing
+        #: its flags: it may no longer be extended by a later access (``_coalesce``)
+        self.enrolled = False
+
     def copy_with_box(self, box) -> "Record":
         r = Record(box, self.mutate, self.atomic, self.event, self.qmask, self.var)
         r.flags = {k: dict(v) for k, v in self.flags.items()}
         r.pending = list(self.pending)
         r.prx, r.pfence = self.prx, self.pfence
         r.own, r.part, r.q0 = self.own, self.part, self.q0
+        r.enrolled = self.enrolled
         return r
 
     def split_off(self, mask: int) -> "Record | None":
