@@ -563,7 +563,8 @@ class Machine:
         since (its flags are still the initial ones, and no Arrive enrolled it in a barrier
         phase or commit group, which leaves the flags as they are). Such records behave
         identically in every later check and sync, so their union is exact; only the report
-        keeps the first instance's iterators. This makes e.g. the k-slices of one wgmma operand one record."""
+        keeps the first instance's iterators. This makes e.g. the k-slices of one wgmma
+        operand one record."""
         last = v.last_read
         if last is None or pkey is not None:
             return False

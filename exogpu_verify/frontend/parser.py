@@ -11,7 +11,6 @@ arguments match their parameters; parallel constructs sit where the language all
 from __future__ import annotations
 
 import ast
-import functools
 from dataclasses import dataclass
 
 from ..errors import ExoGpuError, user_error
@@ -27,13 +26,6 @@ from .exprs import ExprParser, _describe
 from .language import KEYWORDS, Keyword
 from .sync import SyncParser
 from .unsupported import check_constructs
-
-
-@functools.lru_cache(maxsize=4096)
-def _compiled(text: str):
-    """The code of a meta-level expression's text (schedules re-parse the same few
-    hundred memories, units and configs at every step; compiling is the cost)."""
-    return compile(text, "<meta-level argument>", "eval")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +79,7 @@ class Parser(ExprParser, SyncParser):
         if isinstance(node, ast.Name) and node.id in self.env:
             return self.env[node.id]  # what eval finds first (env is its locals)
         try:
-            code = _compiled(ast.unparse(node))
+            code = compile(ast.Expression(body=node), self.file, "eval")
             return eval(code, {"__builtins__": __builtins__}, self.env)  # noqa: S307
         except NameError as e:
             raise self.err("syntax", f"unknown name in {what}: {e}", node,
