@@ -34,7 +34,7 @@ from ..ir.units import cuda_cluster, cuda_cta_in_cluster, cuda_warp, cuda_warpgr
 from .mapping import CollectiveInfo, KernelInfo, StmtInfo, TaskLoop, ThreadMapping
 from .named_barriers import is_named_barrier_collective
 from .derive import ThreadIter, derive_loop, specialize_warps, warp_span
-from .tiling import Collective, TilingError, matches, unit_threads, within_one
+from .tiling import Collective, TilingError, align, matches, unit_threads, within_one
 from .walk import Path
 
 
@@ -206,10 +206,11 @@ class _Analysis:
             u = s.callee.instr.unit
             if not matches(coll, u):
                 n = unit_threads(u, coll.block_dim, coll.cluster_dim)
+                why, hint = _misaligned(coll, u)
                 self.err(f"wrong collective unit (need {u}: {n} threads) for "
-                         f"{s.callee.name}(): scope has {coll.shape()}", s,
-                         hint=f"call it inside a loop such as `for i in cuda_threads(0, 1, "
-                              f"unit={u}):`")
+                         f"{s.callee.name}(): scope has {coll.shape()}{why}", s,
+                         hint=hint or f"call it inside a loop such as `for i in "
+                                      f"cuda_threads(0, 1, unit={u}):`")
         elif isinstance(s, N.Fence):
             self.fence(s, coll)
         elif isinstance(s, (N.Arrive, N.Await)):
@@ -251,3 +252,16 @@ class _Analysis:
             n = unit_threads(u, coll.block_dim, coll.cluster_dim)
             self.err(f"{what} on {name} @ {mech} requires {u} ({n} threads): scope has "
                      f"{coll.shape()}", s)
+
+
+def _misaligned(coll: Collective, unit) -> tuple[str, str | None]:
+    """Why the scope cannot hold an aligned ``unit`` at all (e.g. a 160-thread block has no
+    second warpgroup, and its tiling into warpgroups is undefined), with the fix; empty
+    when it is merely the wrong shape."""
+    try:
+        align(coll, unit)
+    except TilingError as e:
+        return f" ({e.message})", e.hint or (f"make the block (or cluster) a whole number of "
+                                             f"{unit} instances")
+    return "", None
+

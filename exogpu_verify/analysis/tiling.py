@@ -272,7 +272,11 @@ def unit_grid(unit: CollUnit, block_dim: int,
                               f"clusterDim={cluster_dim}", hint="change clusterDim/blockDim?")
         if b is not None and e % b:
             raise TilingError("alignment", f"Invalid alignment for {unit}: box {b} does not "
-                              f"divide domain {e} (change clusterDim/blockDim?)")
+                              f"divide domain {e} (blockDim={block_dim}, clusterDim="
+                              f"{cluster_dim}: the {unit} instances must tile it)",
+                              hint=f"make the {'block' if e <= block_dim else 'cluster'}'s "
+                                   f"thread count a multiple of {b} (change "
+                                   "clusterDim/blockDim)")
         exts.append(int(e))
         boxes.append(None if b is None else int(b))
     n = 1

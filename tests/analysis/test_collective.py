@@ -198,6 +198,19 @@ for w in cuda_threads(0, 1, unit=cuda_warp):
                          "wg_op(): scope has 32 threads")
 
 
+def test_instr_of_a_unit_that_cannot_tile_the_block_says_why():
+    # 160 threads: warps 0-3 have a warpgroup's size, but warpgroups do not tile the block
+    d = assert_error(prog("""
+s: f32[128] @ CudaSmemLinear
+with CudaWarps(0, 4):
+    wg_op(s)  # <-
+""", B=160), "collective")
+    assert d.message.startswith("wrong collective unit (need cuda_warpgroup: 128 threads) "
+                                "for wg_op(): scope has 128 threads (")
+    assert "box 128 does not divide domain 160" in d.message, d.message
+    assert "multiple of 128" in (d.hint or ""), d.hint
+
+
 def test_instr_at_cta_scope_of_warp_unit_rejected():
     assert_error(prog("""
 s: f32[128] @ CudaSmemLinear

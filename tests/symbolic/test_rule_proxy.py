@@ -220,12 +220,148 @@ PER_WARP = ("for w in cuda_threads(0, 4, unit=cuda_warp):\n"
             "                    COND" + PROXY)
 
 
-def test_warpgroup_store_fenced_by_each_of_its_warps_is_accepted():
+def test_warpgroup_store_fenced_by_each_of_its_warps_is_proven():
     # one access record for the warpgroup's 128 threads; four warp-level proxy Fences cover
-    # it together (the symbolic encoding needs one Fence covering all of them: unknown)
-    src = WG_EPI.replace("FENCES", PER_WARP.replace("COND", ""))
-    _p, r = concrete_only(src, [{"N": 1}, {"N": 2}])
-    assert r.verdict in ("proven", "unknown")
+    # it together, then the CTA Fence catches every one of them
+    proven(WG_EPI.replace("FENCES", PER_WARP.replace("COND", "")), [{"N": 1}, {"N": 2}])
+
+
+# the hand-off is an mbarrier Arrive by HANDOFF's warps, awaited by the storing warp
+WG_MBAR = """
+def wg_mbar(N: size, A: f32[N, 128] @ CudaGmemLinear, C: f32[N, 128] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=256):
+        for task in cuda_tasks(0, N):
+            x: f32[128] @ CudaSmemLinear
+            tcg: barrier @ Sm90_TmaCommitGroup
+            bar: barrier[1 @ ring_buffer_by(1)] @ CudaMbarrier
+            with CudaWarps(0, 4):
+                wg_store_ph(x[0:128], A[task, 0:128])
+                for w in cuda_threads(0, 4, unit=cuda_warp):
+                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
+            with CudaWarps(HANDOFF):
+                Arrive(cuda_in_order) >> bar[0]
+            with CudaWarps(4, 5):
+                Await(bar[0], cuda_in_order, 0)
+                tma_store_ph(128, C[task, 0:128], x[0:128])
+                Arrive(tma_to_gmem_async) >> tcg
+                Await(tcg, cuda_in_order, 0)
+            Fence(cuda_in_order, cuda_in_order)
+"""
+
+
+def test_warpgroup_store_per_warp_fences_then_its_mbarrier_arrive_is_proven():
+    proven(WG_MBAR.replace("HANDOFF", "0, 4"), [{"N": 1}, {"N": 2}])
+
+
+@pytest.mark.parametrize("warps", ["3, 4", "0, 1", "1, 4"])
+def test_warpgroup_store_per_warp_fences_handed_on_by_some_warps_is_refuted(warps):
+    # a warp's proxy Fence reaches the storing warp only through that warp's own hand-off:
+    # the Arrive of some warps orders the others' parts of the collective store not at all
+    refuted(WG_MBAR.replace("HANDOFF", warps), "tma_store_ph(128, C[task",
+            "read-after-write hazard", {"N": 1})
+
+
+# each warp fences and arrives on the one mbarrier phase (4 Arrive instances, one Await)
+WG_WARP_ARRIVES = """
+def wg_warp_arrives(N: size, A: f32[N, 128] @ CudaGmemLinear, C: f32[N, 128] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=256):
+        for task in cuda_tasks(0, N):
+            x: f32[128] @ CudaSmemLinear
+            tcg: barrier @ Sm90_TmaCommitGroup
+            bar: barrier[1 @ ring_buffer_by(1)] @ CudaMbarrier
+            with CudaWarps(0, 4):
+                wg_store_ph(x[0:128], A[task, 0:128])
+                for w in cuda_threads(0, 4, unit=cuda_warp):
+                    Fence(cuda_in_order, cuda_generic_and_async_proxy)
+                    ARRIVE
+            with CudaWarps(4, 5):
+                Await(bar[0], cuda_in_order, 0)
+                tma_store_ph(128, C[task, 0:128], x[0:128])
+                Arrive(tma_to_gmem_async) >> tcg
+                Await(tcg, cuda_in_order, 0)
+            Fence(cuda_in_order, cuda_in_order)
+"""
+
+
+def test_warpgroup_store_each_warp_fences_and_arrives_is_proven():
+    proven(WG_WARP_ARRIVES.replace("ARRIVE", "Arrive(cuda_in_order) >> bar[0]"),
+           [{"N": 1}, {"N": 2}])
+
+
+def test_warpgroup_store_one_warp_not_arriving_is_refuted():
+    src = WG_WARP_ARRIVES.replace("ARRIVE", "if w < 3:\n                        "
+                                  "Arrive(cuda_in_order) >> bar[0]")
+    refuted(src, "tma_store_ph(128, C[task", "read-after-write hazard", {"N": 1})
+
+
+# a warpgroup's collective read of a TMA-filled stage, released to the next TMA load with
+# per-warp proxy Fences (RELEASE) and an mbarrier Arrive by HANDOFF's warps
+WG_RING = """
+def wg_ring(K: size, A: f32[K, 128] @ CudaGmemLinear, C: f32[K, 128] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=256):
+        for task in cuda_tasks(0, 1):
+            buf: f32[2, 128] @ CudaSmemLinear
+            full: barrier[K @ ring_buffer_by(2)] @ CudaMbarrier
+            empty: barrier[K @ ring_buffer_by(2)] @ CudaMbarrierPreArrive(2)
+            for k in seq(0, K):
+                with CudaWarps(4, 5):
+                    Await(empty[k], cuda_in_order, 0)
+                    for t in cuda_threads(0, 1, unit=cuda_thread):
+                        tma_load_ph(128, buf[k % 2, 0:128], A[k, 0:128]) >> full[k]
+                        Arrive(cuda_temporal) >> full[k]
+                with CudaWarps(0, 4):
+                    Await(full[k], cuda_in_order, 0)
+                    wg_load_ph(C[k, 0:128], buf[k % 2, 0:128])
+                    for w in cuda_threads(0, 4, unit=cuda_warp):
+                        RELEASE
+                with CudaWarps(HANDOFF):
+                    Arrive(cuda_in_order) >> empty[k + 2]
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
+"""
+
+
+def test_warpgroup_read_released_with_per_warp_proxy_fences_is_proven():
+    proven(WG_RING.replace("RELEASE", PROXY).replace("HANDOFF", "0, 4"), RING_SIZES)
+
+
+@pytest.mark.parametrize("release,warps", [(PROXY, "0, 1"), ("Fence(cuda_in_order, cuda_in_order)",
+                                                            "0, 4"), ("pass", "0, 4")],
+                         ids=["one-warp-hands-on", "in-order-fence", "no-fence"])
+def test_warpgroup_read_released_without_every_warps_proxy_fence_is_refuted(release, warps):
+    refuted(WG_RING.replace("RELEASE", release).replace("HANDOFF", warps),
+            "tma_load_ph(128, buf", "write-after-read hazard", {"K": 3})
+
+
+# per-warp proxy Fences placed at BEFORE (before the warpgroup's store) or AFTER (after the
+# CTA barrier that hands the tile on): neither orders the store before the TMA store
+WG_LATE = """
+def wg_late(N: size, A: f32[N, 128] @ CudaGmemLinear, C: f32[N, 128] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=256):
+        for task in cuda_tasks(0, N):
+            x: f32[128] @ CudaSmemLinear
+            tcg: barrier @ Sm90_TmaCommitGroup
+            with CudaWarps(0, 4):
+                for w in cuda_threads(0, 4, unit=cuda_warp):
+                    BEFORE
+                wg_store_ph(x[0:128], A[task, 0:128])
+            Fence(cuda_in_order, cuda_in_order)
+            with CudaWarps(0, 4):
+                for w in cuda_threads(0, 4, unit=cuda_warp):
+                    AFTER
+            with CudaWarps(4, 5):
+                tma_store_ph(128, C[task, 0:128], x[0:128])
+                Arrive(tma_to_gmem_async) >> tcg
+                Await(tcg, cuda_in_order, 0)
+            Fence(cuda_in_order, cuda_in_order)
+"""
+
+
+@pytest.mark.parametrize("before,after", [("pass", PROXY), (PROXY, "pass")],
+                         ids=["after-the-handoff", "before-the-store"])
+def test_warpgroup_store_per_warp_fences_out_of_place_are_refuted(before, after):
+    # before the store, a task's Fences follow only the previous task's store (persistent)
+    src = WG_LATE.replace("BEFORE", before).replace("AFTER", after)
+    refuted(src, "tma_store_ph(128, C[task", "read-after-write hazard", {"N": 1})
 
 
 def _cta_fence_hint(src):

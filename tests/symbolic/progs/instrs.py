@@ -37,6 +37,14 @@ def wg_store_ph(dst: [f32][128] @ CudaSmemLinear, src: [f32][128] @ CudaGmemLine
 
 
 @instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup)
+def wg_load_ph(dst: [f32][128] @ CudaGmemLinear, src: [f32][128] @ CudaSmemLinear):
+    # placeholder for a collective generic-proxy read of shared memory by a whole warpgroup
+    # (e.g. a tile loaded into registers): one access record for its 128 threads
+    for i in seq(0, 128):
+        dst[i] = src[i]
+
+
+@instr(timeline=cuda_in_order_instr, unit=cuda_warpgroup)
 def stage_ph(dst: [bf16][64, 64] @ Sm90_SmemSwizzled(128), src: [bf16][64, 64] @ CudaGmemLinear):
     # placeholder for a warpgroup's ordinary stores of a wgmma operand tile into SMEM
     for i in seq(0, 64):
@@ -67,7 +75,7 @@ def acc_zero_ph(D: [f32][4, 32, 8, 2, 2] @ Sm90_RmemMatrixD):
 
 
 ENV = {"cp_async_ph": cp_async_ph, "tma_load_ph": tma_load_ph, "tma_store_ph": tma_store_ph,
-       "wg_store_ph": wg_store_ph, "stage_ph": stage_ph, "acc_out_ph": acc_out_ph,
+       "wg_store_ph": wg_store_ph, "wg_load_ph": wg_load_ph, "stage_ph": stage_ph, "acc_out_ph": acc_out_ph,
        "acc_zero_ph": acc_zero_ph, "Sm90_RmemMatrixA": Sm90_RmemMatrixA,
        "Sm90_RmemMatrixD": Sm90_RmemMatrixD, "wgmma": Sm90_wgmma_ss(bf16, 64),
        "wgmma_rs": Sm90_wgmma_rs(bf16, 64, 32), "wgmma_zero": Sm90_wgmma_zero(64)}
