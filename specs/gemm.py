@@ -6,8 +6,10 @@ name (each is also a module-level name, so ``exogpu-verify specs/`` proves it an
 ``exogpu-codegen specs/`` builds it). The cooperative 1x1-cluster kernels are scheduled from the naive
 matmul ``C[i, j] += A[i, k] * B[j, k]`` by checked rewrites (the library's schedule,
 ``exogpu_verify.kernels.gemm.schedule_library``; ``derivation(cfg)`` lists the steps, and the
-certificates record them); the ping-pong and 2x1-cluster kernels are written directly below,
-since no rewrite introduces their per-warpgroup tile guard or the TMA multicast yet. Conventions, as cuBLAS users expect: sizes ``M, N, K``;
+certificates record them), and so is the shipped ping-pong kernel (f32 C, no split-K: tile
+``j`` is given to warpgroup ``j % 2`` by ``add_loop(..., guard="j % 2")``); the 2x1-cluster
+kernel and the other ping-pong configurations are written directly below, since no rewrite
+introduces the TMA multicast yet and the ping-pong schedule stops at bf16 C and split-K. Conventions, as cuBLAS users expect: sizes ``M, N, K``;
 ``A: T[M, K]`` row-major, ``B: T[N, K]`` (K-major, as TF32 wgmma needs), ``C: Tc[M, N]``;
 ``T`` is f32 (run as tf32 by the tensor cores) or bf16, ``Tc`` f32 or bf16.
 
@@ -108,28 +110,36 @@ GemmConfig = dataclass(frozen=True)(GemmConfig)
 
 
 def gemm(cfg: GemmConfig):
-    """The kernel for ``cfg`` (see the module docstring), named ``cfg.name``: cooperative
-    1x1-cluster kernels are scheduled from the naive matmul (``derivation``); ping-pong and
-    the 2x1 cluster are written directly (no rewrite reaches them yet)."""
+    """The kernel for ``cfg`` (see the module docstring), named ``cfg.name``: scheduled from
+    the naive matmul (``derivation``) where the library's schedule reaches it (cooperative
+    1x1-cluster kernels; ping-pong with f32 C and no split-K); the 2x1 cluster and the other
+    ping-pong configurations are written directly (no rewrite introduces the TMA multicast,
+    and the ping-pong schedule stops at bf16 C and split-K)."""
     cfg.check()
-    if cfg.schedule == "cooperative" and cfg.cluster == 1:
+    if scheduled(cfg):
         return derivation(cfg)[-1][1]
     p = _pingpong(cfg) if cfg.schedule == "pingpong" else _cooperative_cluster(cfg)
     return rename(p, cfg.name)
 
 
+def scheduled(cfg: GemmConfig) -> bool:
+    """Whether the library's schedule builds ``cfg`` (else ``gemm`` writes it directly)."""
+    if cfg.cluster != 1:
+        return False
+    return cfg.schedule == "cooperative" or (cfg.out == "f32" and cfg.split_k == 1)
+
+
 def derivation(cfg: GemmConfig):
     """The steps ``[(description, proc), ...]`` by which the library's schedule
     (``exogpu_verify.kernels.gemm.schedule_library``) rewrites the naive matmul ``C = A @
-    B.T`` into the cooperative 1x1-cluster kernel of ``cfg``; every step is checked, and the
-    kernel's certificate records them (``exogpu-verify`` prints "derived from ... by k
-    checked steps")."""
-    if cfg.schedule != "cooperative" or cfg.cluster != 1:
-        raise ValueError(f"{cfg.name} is written directly: only cooperative 1x1-cluster "
-                         "variants are scheduled from the naive matmul")
+    B.T`` into the kernel of ``cfg``; every step is checked, and the kernel's certificate
+    records them (``exogpu-verify`` prints "derived from ... by k checked steps")."""
+    if not scheduled(cfg):
+        raise ValueError(f"{cfg.name} is written directly: the schedule builds cooperative "
+                         "1x1-cluster variants and ping-pong ones with f32 C, no split-K")
     shape = Shape(cfg.dtype, cfg.tile_n, cfg.stages)
-    return schedule_library(Config(shape, cfg.tiles, cfg.out, cfg.raster, cfg.split_k),
-                            name=cfg.name)
+    return schedule_library(Config(shape, cfg.tiles, cfg.out, cfg.raster, cfg.split_k,
+                                   cfg.schedule), name=cfg.name)
 
 
 def _common(cfg: GemmConfig):
@@ -260,6 +270,9 @@ def _cooperative_cluster(cfg: GemmConfig):
 
 
 def _pingpong(cfg: GemmConfig):
+    """Ping-pong written directly: for the configurations the schedule does not reach (bf16
+    C, split-K), and the independent text the scheduled ping-pong kernel is compared with
+    (tests/schedule/test_library_derivation.py)."""
     T, TC, KB, W = _common(cfg)
     S, G, KS, R = cfg.stages, cfg.tiles, cfg.split_k, cfg.raster
     BN = 128                        # a 128 x 128 tile per warpgroup: two m64 blocks

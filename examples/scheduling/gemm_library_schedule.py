@@ -1,6 +1,7 @@
 """Walk through the schedule of the GEMM library: the naive matmul rewritten into the
 cooperative kernels of specs/gemm.py. The schedule itself is the library's
-(``exogpu_verify.kernels.gemm``: ``schedule_library``, ``Config``, ``LIBRARY``, ``SPLIT``),
+(``exogpu_verify.kernels.gemm``: ``schedule_library``, ``Config``, ``LIBRARY``, ``SPLIT``,
+``PINGPONG``),
 and specs/gemm.py builds its cooperative variants with it; this script shows its steps and
 checks them.
 
@@ -26,6 +27,15 @@ tile is staged (``accum``) and added to C through ``tC`` by ``tma_reduce_add``. 
 reassociations, recorded unsafe (split-K rounds differently from the naive sum): the
 ``reorder_loops`` of ``s`` out of ``kt`` and the ``stage_mem(..., accum=True)``;
 ``check_split_k`` checks both sides of them bitwise.
+
+``PINGPONG`` lists the ping-pong variant shipped (``Config(..., consumers="pingpong")``,
+``--pingpong``; walk-through ``gemm_library_pingpong_walkthrough.md``): the accumulator gets
+a warpgroup dimension indexed ``j % 2`` (``expand_dim``), every consumer block of tile ``j``
+is wrapped in ``for wg in seq(0, 2): if wg == j % 2:`` (``add_loop(..., guard="j % 2")``: it
+still runs once), its buffers indexed by ``wg`` (``rewrite_expr``: equal under the guard),
+and the loop made a warpgroup loop; so the warpgroup whose tile it is runs its mainloop,
+releases the stages and runs its epilogue (its own ``C_smem`` pair, commit group and named
+barriers) while the other one runs the next tile's mainloop.
 """
 
 from __future__ import annotations
@@ -39,8 +49,8 @@ from exogpu_verify.schedule import *  # noqa: F401,F403
 
 import numpy as np
 
-from exogpu_verify.kernels.gemm import (DEFAULT, LIBRARY, SPLIT, Config,  # noqa: F401
-                                        library_sync, schedule_library, spec)
+from exogpu_verify.kernels.gemm import (DEFAULT, LIBRARY, PINGPONG, SPLIT,  # noqa: F401
+                                        Config, library_sync, schedule_library, spec)
 from gemm_steps import check_equal, inputs, run, split_k_reference  # noqa: F401
 
 VERIFY_SIZES = {"M": 128, "N": 512, "K": 128}
@@ -87,10 +97,10 @@ def check_split_k(cfg: Config, steps, sizes) -> bool:
 
 
 def main(argv=None) -> int:
-    """``[--split-k KS] [--markdown]``: the walk-through of the default variant or of the
-    split-K variant with KS slices."""
+    """``[--split-k KS | --pingpong] [--markdown]``: the walk-through of the default variant,
+    of the split-K variant with KS slices, or of the ping-pong variant."""
     argv = sys.argv[1:] if argv is None else argv
-    cfg = DEFAULT
+    cfg = PINGPONG[0] if "--pingpong" in argv else DEFAULT
     if "--split-k" in argv:
         ks = int(argv[argv.index("--split-k") + 1])
         cfg = next(c for c in SPLIT if c.split_k == ks)

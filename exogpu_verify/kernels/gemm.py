@@ -126,8 +126,10 @@ def span(first, last):
 
 
 class Config(NamedTuple):
-    """A cooperative variant: ``shape`` (input type, 128 x BN tile, stages), ``tiles`` per
-    task, C's type ``out``, task-order panel height ``raster``."""
+    """A variant: ``shape`` (input type, 128 x BN tile, stages), ``tiles`` per task, C's type
+    ``out``, task-order panel height ``raster``, ``consumers``: "cooperative" (both consumer
+    warpgroups on one tile, 64 rows each) or "pingpong" (tile ``j`` is warpgroup ``j % 2``'s,
+    all 128 rows: f32 C, no split-K, an even number of tiles per task)."""
 
     shape: Shape = Shape("bf16", 256, 4)
     tiles: int = 2
@@ -136,13 +138,25 @@ class Config(NamedTuple):
     #: K slices (split-K): tasks also range over ``split_k`` slices of interleaved K steps,
     #: each adding its partial tile into C (zeroed by the host) with a TMA reduce-add
     split_k: int = 1
+    consumers: str = "cooperative"
 
     @property
     def name(self) -> str:
         s = self.shape
         split = f"_splitk{self.split_k}" if self.split_k > 1 else ""
-        return (f"gemm_{s.dtype}_{self.out}_128x{s.tile_n}_s{s.stages}_coop_g{self.tiles}"
+        sch = "pp" if self.consumers == "pingpong" else "coop"
+        return (f"gemm_{s.dtype}_{self.out}_128x{s.tile_n}_s{s.stages}_{sch}_g{self.tiles}"
                 f"{split}")
+
+    def check(self) -> None:
+        """Refuse what the schedule does not build, saying why."""
+        if self.consumers not in ("cooperative", "pingpong"):
+            raise ValueError(f"consumers cooperative|pingpong, not {self.consumers!r}")
+        if self.consumers == "pingpong" and (self.out != "f32" or self.split_k != 1 or
+                                             self.tiles % 2):
+            raise ValueError("the ping-pong schedule builds f32-output kernels without "
+                             "split-K, with an even number of tiles per task (each "
+                             "warpgroup takes every other tile)")
 
 
 DEFAULT = Config()
@@ -153,6 +167,8 @@ LIBRARY = (DEFAULT, Config(Shape("bf16", 256, 4), 2, "bf16"), Config(Shape("bf16
 #: the split-K variants shipped in specs/gemm.py (GemmConfig(..., "cooperative", 1, split_k=KS)):
 #: their derivations hold two reassociations (recorded unsafe, see ``schedule_library``)
 SPLIT = (Config(Shape("bf16", 128, 5), 1, split_k=4), Config(Shape("bf16", 128, 5), 1, split_k=8))
+#: the ping-pong variant shipped in specs/gemm.py (GemmConfig(..., "pingpong", 4))
+PINGPONG = (Config(Shape("bf16", 128, 4), 4, consumers="pingpong"),)
 
 
 def spec(cfg: Config):
@@ -166,6 +182,7 @@ def schedule_library(cfg: Config = DEFAULT, show=None, name: str | None = None):
     proc)`` is called on each step in order. The steps of one ``cfg`` are built once per
     process (procedures are immutable values), so ``EXOGPU_LOG=schedule`` shows them the
     first time only."""
+    cfg.check()
     steps = _steps(cfg)
     for desc, p in steps if show else ():
         show(desc, p)
@@ -179,6 +196,7 @@ def _steps(cfg: Config) -> tuple:
     shape = cfg.shape
     T, TN, TK, S, G = shape.T, shape.tile_n, shape.kb, shape.stages, cfg.tiles
     KS = cfg.split_k
+    PP = cfg.consumers == "pingpong"  # the tile's own warpgroup, wg = j % 2
     TC = f32 if cfg.out == "f32" else bf16
     KN = 32 // T.nbytes     # k of one wgmma
     W = 128 // TC.nbytes    # epilogue chunk: one 128-byte swizzle row of C
@@ -250,6 +268,10 @@ def _steps(cfg: Config) -> tuple:
              + ("; each slice's partial tile is summed apart and added to C through a tensor "
                 "map and C_smem (accum: a reassociation)" if KS > 1 else ""), simplify(p))
     p = step("the accumulator in the wgmma fragment layout", fragment_layout(p, "D : _"))
+    if PP:  # [mb, warp, lane, nb, h, j] -> [wg, warp, lane, mb, nb, h, j], wg = j % 2
+        p = rearrange_dim(p, "D : _", [1, 2, 0, 3, 4, 5])
+        p = step("ping-pong: one accumulator per consumer warpgroup, tile j in warpgroup "
+                 "j % 2's (its two m64 blocks mb)", expand_dim(p, "D : _", 2, "j % 2"))
 
     # --- tensor maps; A and B tiles staged through them; consumers and the zero-fill
     kernel = "before: with CudaDeviceFunction(_): _"
@@ -265,17 +287,24 @@ def _steps(cfg: Config) -> tuple:
                   f"ng + {TN} * j + {TN}, {k0}:{k0} + {TK}]", "sB",
                   mem=Sm90_SmemSwizzled(128))
     p = simplify(p)
-    p = divide_loop(p, p.find_loop("kt").body()[-1], 64, ["wg", "mi"], perfect=True)
+    p = divide_loop(p, p.find_loop("kt").body()[-1], 64, ["mb" if PP else "wg", "mi"],
+                    perfect=True)
     p = divide_loop(p, p.find_loop("ki"), KN, ["kk", "k"], perfect=True)
     p = reorder_loops(p, p.find_loop("kk").parent())
     p = simplify(reorder_loops(p, p.find_loop("kk").parent()))
     p = replace(p, p.find_loop("mi"), Sm90_wgmma_ss(T, TN))
+    if PP:  # the m64 blocks run on warpgroup j % 2: D[j % 2] is D[wg] there
+        p = _own_warpgroup(p, p.find_loop("mb"), "wg",
+                           [(f"{Sm90_wgmma_ss(T, TN).name}(_)", 0)])
     p = set_loop_mode(p, "wg", CudaThreads(unit=cuda_warpgroup))
     p = wrap_with_context(p, p.find_loop("wg"), CudaWarps(name="consumer"))
     zero = p.find("D[_] = 0.0")
     p = fragment_loops(p, zero.parent().parent(), zero.parent(),
-                       ["wz", "wz_w", "wz_l", "wz_nb", "wz_h", "wz_j"])
+                       ["mz" if PP else "wz", "wz_w", "wz_l", "wz_nb", "wz_h", "wz_j"])
     p = replace(p, p.find_loop("wz_w"), Sm90_wgmma_zero(TN))
+    if PP:
+        p = _own_warpgroup(p, p.find_loop("mz"), "wz",
+                           [(f"{Sm90_wgmma_zero(TN).name}(_)", 0)])
     p = set_loop_mode(p, "wz", CudaThreads(unit=cuda_warpgroup))
     p = step(f"tensor maps; consumers: {TK // KN} wgmma m64n{TN}k{KN} per warpgroup and K "
              "step, a wgmma_zero per tile",
@@ -303,7 +332,8 @@ def _steps(cfg: Config) -> tuple:
     st = p.find("C_smem[_] = D[_]").parent().parent()
     p = divide_loop(p, st.body()[0], W, ["c", "n2"], perfect=True)
     p = reorder_loops(p, p.find_loop("c").parent())
-    p = divide_loop(p, p.find_loop("c").body()[0], 64, ["we", "m2"], perfect=True)
+    p = divide_loop(p, p.find_loop("c").body()[0], 64, ["me" if PP else "we", "m2"],
+                    perfect=True)
     p = simplify(p)
     p = replace(p, p.find_loop("m2"), Sm90_store_acc(TC))
     back = p.find("tC[_] += C_smem[_]" if KS > 1 else "tC[_] = C_smem[_]").parent().parent()
@@ -313,6 +343,20 @@ def _steps(cfg: Config) -> tuple:
     p = replace(p, p.find_loop("jb").body()[0], tma_out)
     p = fuse(p, p.find_loop("c"), p.find_loop("jb"))
     p = resize_dim(p, "C_smem : _", 0, 2, 0, fold=True)
+    if PP:  # each warpgroup its own pair of chunk buffers, its own TMA-storing warp
+        p = expand_dim(p, "C_smem : _", 2, "j % 2")
+        p = lift_alloc(simplify(p), "C_smem : _")
+        sa, ts = f"{Sm90_store_acc(TC).name}(_)", f"{tma_out.name}(_)"
+        p = _own_warpgroup(p, p.find_loop("c"), "we", [(sa, 0), (sa, 1), (ts, -1)])
+        p = set_loop_mode(p, "we", CudaThreads(unit=cuda_warpgroup))
+        p = wrap_with_context(p, p.find_loop("we"), CudaWarps(name="consumer"))
+        p = add_loop(p, p.find(ts), "w", 1)
+        p = step(f"epilogue: per chunk of {W} columns, the tile's warpgroup stores its "
+                 "accumulator into one of its two C_smem buffers (resize_dim(fold=True)), "
+                 "then one of its warps TMA-stores it",
+                 set_loop_mode(p, "w", CudaThreads(unit=cuda_warp)))
+        pingpong_sync(p, step, cfg, tma_out)
+        return tuple(steps)
     p = lift_alloc(simplify(p), "C_smem : _")
     p = set_loop_mode(p, "we", CudaThreads(unit=cuda_warpgroup))
     p = step(f"epilogue: per chunk of {W} columns, store_acc into one of two C_smem buffers "
@@ -320,6 +364,88 @@ def _steps(cfg: Config) -> tuple:
              wrap_with_context(p, p.find(f"{tma_out.name}(_)"), CudaWarps(0, 1)))
     library_sync(p, step, cfg, tma_out)
     return tuple(steps)
+
+
+def _own_warpgroup(p, block, wg: str, args):
+    """Ping-pong: run ``block`` (of tile ``j``) on warpgroup ``j % 2`` only (``add_loop``
+    with the guard ``wg == j % 2``; the block still runs once), and index the buffers it
+    gives the warpgroup's instructions by ``wg`` instead of ``j % 2`` (equal under the
+    guard, ``rewrite_expr``): ``args`` are (call pattern, argument position) pairs whose
+    first index is ``j % 2``."""
+    p = add_loop(p, block, wg, 2, guard="j % 2")
+    for pattern, k in args:
+        p = rewrite_expr(p, p.find(pattern).args()[k].idx()[0], wg)
+    return p
+
+
+def _producer_sync(p, cfg: Config):
+    """The producer's part of the ring protocol (both consumer schedules): the previous
+    tile's stage (carry), a free slot (war), one arrive on raw[kt]."""
+    S = cfg.shape.stages
+    prod = p.find(f"{Sm90_tma_load(2, cfg.shape.T).name}(_)").parent()
+    p = insert_await(p, prod.body()[0].before(), "war[kt]", cuda_temporal, 0)
+    p = insert_await(p, p.forward(prod).body()[0].before(), "carry[j - 1, kt]",
+                     cuda_temporal, 0)
+    p = add_if(p, p.forward(prod).body()[0], f"j >= 1 and kt < {S}")
+    p = insert_arrive(p, p.forward(prod).body()[-1].after(), cuda_temporal, "raw[kt]")
+    p = add_loop(p, p.forward(prod).body()[-1], "t", 1)
+    return set_loop_mode(p, "t", CudaThreads(unit=cuda_thread))
+
+
+def pingpong_sync(p, step, cfg: Config, tma_out):
+    """The ring protocol with ping-pong consumers: the tile's warpgroup (``wg == j % 2``)
+    waits for each stage, releases it (war) and hands the tile's last stages to the next
+    tile (carry) alone; its epilogue uses its own commit group ``tcg[wg]`` and named
+    barriers (warpgroup Fences), so it overlaps the other warpgroup's mainloop."""
+    TK, S, G = cfg.shape.kb, cfg.shape.stages, cfg.tiles
+    p = insert_barrier_alloc(p, p.find_loop("j").before(), "carry", [G, S], CudaMbarrier,
+                             ring_dim_idx=0, ring_depth=2)
+    p = insert_barrier_alloc(p, p.find_loop("j").before(), "tcg", [2], Sm90_TmaCommitGroup)
+    p = insert_barrier_alloc(p, p.find_loop("kt").before(), "war", [f"K / {TK}"],
+                             CudaMbarrierPreArrive(S), ring_dim_idx=0, ring_depth=S)
+    p = insert_barrier_alloc(p, p.find_loop("kt").before(), "cg", [2], Sm90_WgmmaCommitGroup)
+    p = step("producer synchronization: the previous tile's stage (carry), a free slot "
+             "(war), one arrive on raw[kt]", _producer_sync(p, cfg))
+    mb = p.find_loop("mb")
+    p = insert_await(p, mb.before(), "raw[kt]", cuda_generic_and_async_proxy, 0)
+    p = insert_fence(p, p.forward(mb).before(), wgmma_fence_1, wgmma_fence_2)
+    p = insert_arrive(p, p.forward(mb).after(), wgmma_async, "cg[wg]")
+    commit = p.forward(mb).next()
+    p = insert_await(p, commit.after(), "cg[wg]", cuda_in_order, 1)
+    wait1 = p.forward(commit).next()
+    p = insert_arrive(p, wait1.after(), cuda_in_order, f"war[kt + {S - 1}]")
+    rel = p.forward(wait1).next()
+    p = insert_arrive(p, rel.after(), cuda_in_order, f"carry[j, (kt - 1) % {S}]")
+    p = add_if(p, p.forward(rel).next(), f"kt - 1 >= K / {TK} - {S}")
+    p = step("consumer synchronization (the tile's warpgroup): wait for raw[kt], "
+             "wgmma.fence, commit, one group in flight; release the previous stage (war) and, "
+             "for the tile's last stages, hand them to the next tile (carry)",
+             add_if(p, span(p.forward(wait1), p.forward(rel).next()), "kt >= 1"))
+    c = p.find_loop("c")
+    p = insert_await(p, c.before(), "cg[we]", cuda_in_order, 0)
+    p = insert_arrive(p, p.forward(c).before(), cuda_in_order, f"war[K / {TK} + {S - 1}]")
+    p = insert_arrive(p, p.forward(c).before(), cuda_in_order,
+                      f"carry[j, (K / {TK} - 1) % {S}]")
+    p = insert_fence(p, p.find_loop("me").after(), cuda_in_order,
+                     cuda_generic_and_async_proxy)
+    st = p.find(f"{tma_out.name}(_)")
+    p = insert_arrive(p, st.after(), tma_to_gmem_async, "tcg[we]")
+    p = insert_await(p, p.forward(st).next().after(), "tcg[we]", cuda_in_order, 1)
+    c = p.find_loop("c")
+    p = insert_fence(p, c.body()[-1].after(), cuda_in_order, cuda_in_order)
+    jl = p.find_loop("j")
+    p = insert_pass(p, jl.after())
+    p = add_loop(p, p.forward(jl).next(), "wf", 2)
+    p = insert_await(p, p.find_loop("wf").body()[0].before(), "tcg[wf]", cuda_in_order, 0)
+    p = add_loop(delete_pass(p), p.find_loop("wf").body()[0], "wt", 1)
+    p = set_loop_mode(p, "wt", CudaThreads(unit=cuda_warp))
+    p = set_loop_mode(p, "wf", CudaThreads(unit=cuda_warpgroup))
+    jl = p.find_loop("j")
+    p = wrap_with_context(p, p.forward(jl).next(), CudaWarps(name="consumer"))
+    return step("epilogue synchronization: the warpgroup's named barriers around each chunk "
+                "(with fence.proxy.async before its warp's TMA store reads it), one bulk "
+                "store in flight per warpgroup, all stores read before the task ends",
+                insert_fence(p, p.forward(jl).next().after(), cuda_in_order, cuda_in_order))
 
 
 def library_sync(p, step, cfg: Config, tma_out):
@@ -332,16 +458,8 @@ def library_sync(p, step, cfg: Config, tma_out):
     p = insert_barrier_alloc(p, p.find_loop("kt").before(), "war", [f"K / {TK}"],
                              CudaMbarrierPreArrive(S), ring_dim_idx=0, ring_depth=S)
     p = insert_barrier_alloc(p, p.find_loop("kt").before(), "cg", [2], Sm90_WgmmaCommitGroup)
-    # producer: a slot of the previous tile (carry), then a free slot (war); one arrive
-    prod = p.find(f"{Sm90_tma_load(2, cfg.shape.T).name}(_)").parent()
-    p = insert_await(p, prod.body()[0].before(), "war[kt]", cuda_temporal, 0)
-    p = insert_await(p, p.forward(prod).body()[0].before(), "carry[j - 1, kt]",
-                     cuda_temporal, 0)
-    p = add_if(p, p.forward(prod).body()[0], f"j >= 1 and kt < {S}")
-    p = insert_arrive(p, p.forward(prod).body()[-1].after(), cuda_temporal, "raw[kt]")
-    p = add_loop(p, p.forward(prod).body()[-1], "t", 1)
     p = step("producer synchronization: the previous tile's stage (carry), a free slot "
-             "(war), one arrive on raw[kt]", set_loop_mode(p, "t", CudaThreads(unit=cuda_thread)))
+             "(war), one arrive on raw[kt]", _producer_sync(p, cfg))
     # consumers
     wg = p.find_loop("wg")
     p = insert_await(p, wg.body()[0].before(), "raw[kt]", cuda_generic_and_async_proxy, 0)

@@ -291,6 +291,19 @@ class ExprCursor(Cursor):
     def stmt(self):
         return StmtCursor(self._proc, self._path)
 
+    def idx(self):
+        """Cursors to the indices of a read ``x[i, j]``, or of a window ``x[i, 0:4]`` (a
+        point index's expression; None for an interval): e.g. ``call.args()[0].idx()[0]``
+        is the first index of a call's first argument."""
+        e = self._node()
+        if isinstance(e, N.WindowExpr):
+            return [ExprCursor(self._proc, self._path, self._epath + (("idx", k), ("pt",)))
+                    if isinstance(w, N.Point) else None for k, w in enumerate(e.idx)]
+        if isinstance(e, N.Read):
+            return [ExprCursor(self._proc, self._path, self._epath + (("idx", k),))
+                    for k in range(len(e.idx))]
+        raise TypeError(f"idx(): {self!r} is not a read or a window")
+
     def parent(self):
         if len(self._epath) <= 1:
             return StmtCursor(self._proc, self._path)

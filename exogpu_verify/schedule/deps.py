@@ -63,12 +63,12 @@ def context(proc: N.Procedure, path: tuple, include_self: bool = False):
     """Loop variables ``[(name, lo, hi)]`` and guard conditions enclosing ``path``."""
     vars_, cons = [], []
     cur = proc
-    steps = path if include_self else path[:-1]
-    for i, (f, k) in enumerate(steps):
-        blk = cur.body if isinstance(cur, N.Procedure) else getattr(cur, f)
-        if isinstance(cur, N.If):
+    for i, (f, k) in enumerate(path):
+        if isinstance(cur, N.If):  # the statements of a branch run under its condition
             cons.append(cur.cond if f == "body" else N.UnOp("not", cur.cond, cur.cond.type))
-        cur = blk[k]
+        if i == len(path) - 1 and not include_self:
+            break
+        cur = (cur.body if isinstance(cur, N.Procedure) else getattr(cur, f))[k]
         if isinstance(cur, N.For):
             vars_.append((cur.iter, cur.lo, cur.hi))
     return vars_, cons

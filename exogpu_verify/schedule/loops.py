@@ -16,7 +16,7 @@ from .base import (block_cursor, check_proc, finish, gap_cursor, loop_cursor, pa
                    where_of)
 from .cursors import fwd_splice
 from .errors import SchedulingError
-from .irtools import (add, all_names, block_of, bound_here, cmp, const, div, mod, mul,
+from .irtools import (add, all_names, block_of, bound_here, cmp, conj, const, div, mod, mul,
                       names_used, node_at, rename_var, splice, sub, subst_stmts, var)
 from .record import primitive
 
@@ -491,7 +491,10 @@ def unroll_loop(proc, loop_cursor_):
 def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
              unsafe_disable_check: bool = False):
     """Wrap a block in ``for iter_name in seq(0, hi_expr)``; the block must be idempotent
-    (nothing it writes is read or reduced by it), or ``guard=True`` runs it at iteration 0;
+    (nothing it writes is read or reduced by it), or ``guard=True`` runs it at iteration 0
+    (``if iter_name == 0:``), or ``guard=e`` (an expression of the block's scope, provably in
+    ``[0, hi_expr)`` there) at iteration ``e`` (``if iter_name == e:``; ping-pong consumers:
+    ``add_loop(p, tile, "wg", 2, guard="j % 2")`` gives tile ``j`` to warpgroup ``j % 2``);
     a loop of one iteration (``hi_expr`` 1: a scope for allocations) needs neither."""
     check_proc(proc)
     b = block_cursor(proc, block_cursor_)
@@ -504,7 +507,17 @@ def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
         raise SchedulingError(f"add_loop: cannot prove {expr_str(hi)} >= 1 (the block must "
                               "still run)", proc, b.paths())
     unsafe = False
-    if guard:
+    if guard is not False and guard is not True and guard is not None:
+        at = parse_expr(proc, where_of(b), guard)  # iter_name is fresh: not in the guard
+        inside = conj(cmp(">=", at, const(0)), cmp("<", at, hi))
+        if not D.prove(proc, vs, cs, inside):
+            raise SchedulingError(f"add_loop: cannot prove 0 <= {expr_str(at)} < "
+                                  f"{expr_str(hi)} where the block runs (the guarded block "
+                                  "must run exactly once)", proc, b.paths())
+        body = (N.If(cmp("==", var(iter_name), at), tuple(stmts)),)
+        checked = (f"guard {iter_name} == {expr_str(at)}, 0 <= {expr_str(at)} < "
+                   f"{expr_str(hi)} (isl): the block runs exactly once")
+    elif guard:
         body = (N.If(cmp("==", var(iter_name), const(0)), tuple(stmts)),)
         checked = f"guard {iter_name} == 0: the block runs exactly once"
     elif D.prove(proc, vs, cs, cmp("==", hi, const(1))):
@@ -531,7 +544,7 @@ def add_loop(proc, block_cursor_, iter_name: str, hi_expr, guard: bool = False,
             checked = "UNCHECKED: idempotence check disabled by the user"
     loop = N.For(iter_name, const(0), hi, N.Seq(), body)
     p2 = splice(proc, parent, field, lo_i, hi_i, [loop])
-    depth = 1 if guard else 0
+    depth = 1 if guard is not False and guard is not None else 0
 
     def inner(k, rest):
         return parent + ((field, lo_i),) + (("body", 0),) * depth + (("body", k - lo_i),) + rest

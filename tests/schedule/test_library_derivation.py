@@ -1,8 +1,9 @@
-"""specs/gemm.py ships its cooperative 1x1-cluster variants as scheduled from the naive
-matmul (``exogpu_verify.kernels.gemm``): each variant's provenance starts at the naive spec
-(sequential loops over host arrays, ``C[i, j] += A[i, k] * B[j, k]``), its unsafe steps are
-exactly split-K's two reassociations, and ``derivation(cfg)`` ends at the shipped proc; the
-variants no rewrite reaches yet (ping-pong, the 2x1 cluster) say they are written directly."""
+"""specs/gemm.py ships its cooperative 1x1-cluster variants and its ping-pong variant as
+scheduled from the naive matmul (``exogpu_verify.kernels.gemm``): each variant's provenance
+starts at the naive spec (sequential loops over host arrays, ``C[i, j] += A[i, k] * B[j,
+k]``), its unsafe steps are exactly split-K's two reassociations, and ``derivation(cfg)`` ends
+at the shipped proc; the variant no rewrite reaches yet (the 2x1 cluster's multicast) says it
+is written directly."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def lib():
 
 
 def _scheduled(cfg) -> bool:
-    return cfg.schedule == "cooperative" and cfg.cluster == 1
+    return cfg.cluster == 1 and (cfg.schedule == "cooperative" or
+                                 (cfg.out == "f32" and cfg.split_k == 1))
 
 
 def _kinds(stmts, out):
@@ -32,7 +34,8 @@ def _kinds(stmts, out):
 
 def test_cooperative_variants_are_scheduled_from_the_naive_matmul(lib):
     scheduled = [c for c in lib.VARIANT_CONFIGS if _scheduled(c)]
-    assert len(scheduled) == 7
+    assert len(scheduled) == 8
+    assert sum(c.schedule == "pingpong" for c in scheduled) == 1
     for cfg in scheduled:
         p = lib.VARIANTS[cfg.name]
         p1 = root(p)
@@ -59,9 +62,28 @@ def _loops(stmts):
 
 def test_the_others_are_written_directly(lib):
     others = [c for c in lib.VARIANT_CONFIGS if not _scheduled(c)]
-    assert {c.schedule for c in others} == {"pingpong", "cooperative"}
+    assert [c.cluster for c in others] == [2]
     for cfg in others:
         p = lib.VARIANTS[cfg.name]
         assert [r.name for r in p.provenance] == ["rename"], cfg.name
         with pytest.raises(ValueError, match="written directly"):
             lib.derivation(cfg)
+
+
+def test_pingpong_configurations_the_schedule_does_not_build(lib):
+    """bf16 C and split-K ping-pong are written directly (``_pingpong``): the schedule
+    refuses them, saying why, and ``gemm`` still builds them."""
+    from exogpu_verify.kernels.gemm import Config, Shape, schedule_library
+    for out, ks in (("bf16", 1), ("f32", 2)):
+        cfg = lib.GemmConfig("bf16", out, 128, 4, "pingpong", 2, split_k=ks)
+        assert not lib.scheduled(cfg)
+        with pytest.raises(ValueError, match="written directly"):
+            lib.derivation(cfg)
+        assert [r.name for r in lib.gemm(cfg).provenance] == ["rename"]
+        with pytest.raises(ValueError, match="f32-output kernels without split-K"):
+            schedule_library(Config(Shape("bf16", 128, 4), 2, out, split_k=ks,
+                                    consumers="pingpong"))
+    with pytest.raises(ValueError, match="even number of tiles"):
+        schedule_library(Config(Shape("bf16", 128, 4), 3, consumers="pingpong"))
+    with pytest.raises(ValueError, match="cooperative|pingpong"):
+        schedule_library(Config(consumers="pp"))

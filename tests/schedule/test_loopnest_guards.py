@@ -12,7 +12,7 @@ from sched_util import P, last, same
 from exogpu_verify.ir import nodes as N
 from exogpu_verify.schedule import (SchedulingError, add_if, cut_loop, divide_loop,
                                     eliminate_dead_code, join_loops, lift_scope, mult_loops,
-                                    simplify, specialize, unsafe_remove_if)
+                                    rewrite_expr, simplify, specialize, unsafe_remove_if)
 
 FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -187,6 +187,32 @@ def f(N: size, y: f32[N]):
     with pytest.raises(SchedulingError, match="cannot prove") as e:
         eliminate_dead_code(P(GUARDED), "if _: _")
     assert e.value.line is not None
+
+
+def test_a_branch_runs_under_its_condition():
+    """A statement directly inside an ``if`` runs only where the condition holds: the
+    rewrites' context includes it (it used to be dropped for the innermost ``if``, so
+    ``if i < 2: if i < 3:`` could not be simplified, nor ``x[i % 2]`` be read as ``x[1]``
+    under ``if i % 2 == 1:``); the ``else`` branch runs under its negation."""
+    p = P("""
+def f(N: size, y: f32[N], x: f32[2]):
+    for i in seq(0, N):
+        if i < 2:
+            if i < 3:
+                y[i] = 1.0
+        if i % 2 == 1:
+            y[i] = x[i % 2]
+        else:
+            y[i] = x[i % 2] + 1.0
+""")
+    p1 = eliminate_dead_code(p, "if i < 3: _")
+    assert "if i < 3" not in str(p1)
+    p2 = rewrite_expr(p1, p1.find("x[_]").idx()[0], "1")
+    p3 = rewrite_expr(p2, p2.find("x[_] #1").idx()[0], "0")
+    assert "y[i] = x[1]" in str(p3) and "y[i] = x[0] + 1.0" in str(p3)
+    same(p, p3, {"N": 5})
+    with pytest.raises(SchedulingError, match="cannot prove"):
+        rewrite_expr(p1, p1.find("x[_] #1").idx()[0], "1")  # else: i % 2 == 0
 
 
 # ---------------------------------------------------------------- add_if / unsafe_remove_if

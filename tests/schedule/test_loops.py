@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from sched_util import P, last, same
 
 from exogpu_verify.schedule import (SchedulingError, add_loop, cut_loop, divide_loop, fission,
-                                    fuse, remove_loop, reorder_loops, shift_loop, simplify,
-                                    unroll_loop)
+                                    fuse, remove_loop, reorder_loops, rewrite_expr, shift_loop,
+                                    simplify, unroll_loop)
 
 FAST = settings(max_examples=20, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
@@ -191,3 +191,71 @@ def g(X: f32[4]):
     same(q, q2, {})
     with pytest.raises(SchedulingError, match="trip count"):
         unroll_loop(P(GEMV), "i")
+
+
+
+
+PARITY = """
+def f(N: size, X: f32[N, 2], Y: f32[N], Z: f32[2, 4]):
+    for j in seq(0, N):
+        X[j, j % 2] += Y[j] * Z[j % 2, 1]
+"""
+
+
+def test_add_loop_guard_expression():
+    """``add_loop(..., guard=e)``: the block runs at iteration ``e`` only (ping-pong: tile
+    ``j`` on warpgroup ``j % 2``); accepted when ``0 <= e < hi`` is proven where the block
+    runs, so it still runs exactly once; inside the guard ``j % 2`` can then be rewritten as
+    the new iterator (``rewrite_expr``, reaching indices by ``idx()``), outside it cannot."""
+    p = P(PARITY)
+    p2 = add_loop(p, p.find("X[_] += _"), "w", 2, guard="j % 2")
+    assert "if w == j % 2:" in str(p2)
+    assert "guard w == j % 2" in p2.provenance[-1].checked
+    same(p, p2, {"N": 5})
+    p3 = rewrite_expr(p2, p2.find("X[_] += _").idx()[1], "w")
+    p3 = rewrite_expr(p3, p3.find("Z[_]").idx()[0], "w")
+    assert "X[j, w] += Y[j] * Z[w, 1]" in str(p3)
+    same(p, p3, {"N": 5})
+    # guard=True runs the block at w == 0 only, where j % 2 is not w
+    q = add_loop(p, p.find("X[_] += _"), "w", 2, guard=True)
+    with pytest.raises(SchedulingError, match="cannot prove j % 2 == w") as e:
+        rewrite_expr(q, q.find("Z[_]").idx()[0], "w")
+    assert e.value.line == q.find("X[_] += _").node().srcinfo.line
+
+
+@pytest.mark.parametrize("guard, hi, why", [
+    ("j % 3", "2", "cannot prove 0 <= j % 3 < 2"),      # j % 3 == 2: the block would not run
+    ("j - 1", "N", "cannot prove 0 <= j - 1 < N"),       # j == 0
+    ("w", "2", "unknown name 'w'"),                     # the new iterator: not in scope
+    ("q", "2", "unknown name 'q'"),
+])
+def test_add_loop_guard_refused(guard, hi, why):
+    p = P(PARITY)
+    with pytest.raises(SchedulingError, match=why) as e:
+        add_loop(p, p.find("X[_] += _"), "w", hi, guard=guard)
+    assert e.value.line == p.find("X[_] += _").node().srcinfo.line
+
+
+def test_add_loop_guard_in_range_over_sizes():
+    """``guard="j"`` with ``hi = N``: ``0 <= j < N`` holds where the block runs."""
+    p = P(PARITY)
+    p2 = add_loop(p, p.find("X[_] += _"), "w", "N", guard="j")
+    assert "if w == j:" in str(p2)
+    same(p, p2, {"N": 4})
+
+
+def test_expr_cursor_idx():
+    """``idx()`` of a read gives its indices, of a window its point indices (None for an
+    interval); anything else says it is neither."""
+    p = P(PARITY)
+    a, b = p.find("Z[_]").idx()
+    assert (str(a.node().lhs.name), a.node().rhs.val, b.node().val) == ("j", 2, 1)
+    w = P("""
+def g(N: size, X: f32[N, 8], Y: f32[N, 8]):
+    for j in seq(0, N):
+        v = X[j + 1, 0:8]
+""")
+    pt, iv = w.find("v = _").rhs().idx()
+    assert iv is None and pt.node().op == "+"
+    with pytest.raises(TypeError, match="not a read or a window"):
+        p.find("j % 2").idx()
