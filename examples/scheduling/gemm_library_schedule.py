@@ -1,7 +1,7 @@
 """Walk through the schedule of the GEMM library: the naive matmul rewritten into the
 cooperative kernels of specs/gemm.py. The schedule itself is the library's
 (``exogpu_verify.kernels.gemm``: ``schedule_library``, ``Config``, ``LIBRARY``, ``SPLIT``,
-``PINGPONG``),
+``PINGPONG``, ``CLUSTER``),
 and specs/gemm.py builds its cooperative variants with it; this script shows its steps and
 checks them.
 
@@ -36,6 +36,14 @@ still runs once), its buffers indexed by ``wg`` (``rewrite_expr``: equal under t
 and the loop made a warpgroup loop; so the warpgroup whose tile it is runs its mainloop,
 releases the stages and runs its epilogue (its own ``C_smem`` pair, commit group and named
 barriers) while the other one runs the next tile's mainloop.
+
+``CLUSTER`` lists the 2x1-cluster variant shipped (``Config(..., cluster=2)``, ``--cluster``;
+walk-through ``gemm_library_cluster_walkthrough.md``; the schedule is
+``exogpu_verify.kernels.gemm_cluster``): rows are divided ``i = 256 mc + 128 cta + ii``, the
+``cta`` loop is split into the tile's phases and becomes a ``cuda_cta_in_cluster`` loop, each
+CTA's A and B tiles are staged in its own shared memory, and B's staging loop over ``cta``
+(one window copied into every CTA's ``sB``) is ``replace``d by ``tma_multicast_2d_bf16_x2``,
+the instruction whose sequential body it is; releases arrive in both CTAs.
 """
 
 from __future__ import annotations
@@ -49,8 +57,8 @@ from exogpu_verify.schedule import *  # noqa: F401,F403
 
 import numpy as np
 
-from exogpu_verify.kernels.gemm import (DEFAULT, LIBRARY, PINGPONG, SPLIT,  # noqa: F401
-                                        Config, library_sync, schedule_library, spec)
+from exogpu_verify.kernels.gemm import (CLUSTER, DEFAULT, LIBRARY, PINGPONG,  # noqa: F401
+                                        SPLIT, Config, library_sync, schedule_library, spec)
 from gemm_steps import check_equal, inputs, run, split_k_reference  # noqa: F401
 
 VERIFY_SIZES = {"M": 128, "N": 512, "K": 128}
@@ -97,10 +105,12 @@ def check_split_k(cfg: Config, steps, sizes) -> bool:
 
 
 def main(argv=None) -> int:
-    """``[--split-k KS | --pingpong] [--markdown]``: the walk-through of the default variant,
-    of the split-K variant with KS slices, or of the ping-pong variant."""
+    """``[--split-k KS | --pingpong | --cluster] [--markdown]``: the walk-through of the
+    default variant, of the split-K variant with KS slices, of the ping-pong variant or of
+    the 2x1-cluster variant."""
     argv = sys.argv[1:] if argv is None else argv
-    cfg = PINGPONG[0] if "--pingpong" in argv else DEFAULT
+    cfg = PINGPONG[0] if "--pingpong" in argv else CLUSTER[0] if "--cluster" in argv else \
+        DEFAULT
     if "--split-k" in argv:
         ks = int(argv[argv.index("--split-k") + 1])
         cfg = next(c for c in SPLIT if c.split_k == ks)
@@ -117,7 +127,8 @@ def main(argv=None) -> int:
               "reassociation, bitwise equal to the split-K order from the last, within the "
               f"summation error bound throughout: {ok}")
     else:
-        ok = all(check_equal(steps[0][1], p, sizes=(("M", 128), ("N", 512), ("K", 128)))
+        m = 128 * cfg.cluster
+        ok = all(check_equal(steps[0][1], p, sizes=(("M", m), ("N", 512), ("K", 128)))
                  for _, p in steps)
         print(f"\nsequential interpreter: every step bitwise equal to the spec: {ok}")
     r = verify(final)

@@ -56,16 +56,16 @@ WARPS = [CudaWarpConfig("producer", 4, setmaxnreg_dec=40),
          CudaWarpConfig("consumer", 8, setmaxnreg_inc=232)]
 
 
-def naive_spec(shape: Shape, tiles: int = 1, out: str = "f32", split_k: int = 1):
+def naive_spec(shape: Shape, tiles=1, out="f32", split_k=1, cluster=1):
     """The naive spec ``C = A @ B.T`` (f32 accumulation) for ``shape``, with size rules for
-    ``tiles`` output tiles per task and ``split_k`` K slices of whole K steps. With a bf16
-    ``C`` the f32 accumulator is a scalar of the spec, rounded once when stored
-    (accumulating in ``C`` would round at every step)."""
-    T, NM, KB = shape.T, shape.tile_n * tiles, shape.kb * split_k
+    ``tiles`` output tiles per task, ``split_k`` K slices of whole K steps and ``cluster``
+    CTAs of 128 rows. With a bf16 ``C`` the f32 accumulator is a scalar of the spec, rounded
+    once when stored (accumulating in ``C`` would round at every step)."""
+    T, NM, KB, RM = shape.T, shape.tile_n * tiles, shape.kb * split_k, 128 * cluster
     if out == "f32":
         @proc
         def gemm(M: size, N: size, K: size, A: T[M, K], B: T[N, K], C: f32[M, N]):
-            assert M % 128 == 0
+            assert M % RM == 0
             assert N % NM == 0
             assert K % KB == 0
             for i in seq(0, M):
@@ -129,7 +129,8 @@ class Config(NamedTuple):
     """A variant: ``shape`` (input type, 128 x BN tile, stages), ``tiles`` per task, C's type
     ``out``, task-order panel height ``raster``, ``consumers``: "cooperative" (both consumer
     warpgroups on one tile, 64 rows each) or "pingpong" (tile ``j`` is warpgroup ``j % 2``'s,
-    all 128 rows: f32 C, no split-K, an even number of tiles per task)."""
+    all 128 rows: f32 C, no split-K, an even number of tiles per task), ``cluster``: CTAs per
+    cluster, 1 or 2 (B multicast; cooperative, f32 C, no split-K: ``gemm_cluster``)."""
 
     shape: Shape = Shape("bf16", 256, 4)
     tiles: int = 2
@@ -139,14 +140,16 @@ class Config(NamedTuple):
     #: each adding its partial tile into C (zeroed by the host) with a TMA reduce-add
     split_k: int = 1
     consumers: str = "cooperative"
+    cluster: int = 1
 
     @property
     def name(self) -> str:
         s = self.shape
         split = f"_splitk{self.split_k}" if self.split_k > 1 else ""
         sch = "pp" if self.consumers == "pingpong" else "coop"
+        cl = f"_c{self.cluster}x1" if self.cluster > 1 else ""
         return (f"gemm_{s.dtype}_{self.out}_128x{s.tile_n}_s{s.stages}_{sch}_g{self.tiles}"
-                f"{split}")
+                f"{cl}{split}")
 
     def check(self) -> None:
         """Refuse what the schedule does not build, saying why."""
@@ -157,6 +160,12 @@ class Config(NamedTuple):
             raise ValueError("the ping-pong schedule builds f32-output kernels without "
                              "split-K, with an even number of tiles per task (each "
                              "warpgroup takes every other tile)")
+        if self.cluster not in (1, 2):
+            raise ValueError(f"clusters of 1 or 2 CTAs, not {self.cluster}")
+        if self.cluster > 1 and (self.consumers != "cooperative" or self.out != "f32" or
+                                 self.split_k != 1):
+            raise ValueError("the 2x1-cluster schedule builds cooperative f32-output kernels "
+                             "without split-K")
 
 
 DEFAULT = Config()
@@ -169,11 +178,13 @@ LIBRARY = (DEFAULT, Config(Shape("bf16", 256, 4), 2, "bf16"), Config(Shape("bf16
 SPLIT = (Config(Shape("bf16", 128, 5), 1, split_k=4), Config(Shape("bf16", 128, 5), 1, split_k=8))
 #: the ping-pong variant shipped in specs/gemm.py (GemmConfig(..., "pingpong", 4))
 PINGPONG = (Config(Shape("bf16", 128, 4), 4, consumers="pingpong"),)
+#: the 2x1-cluster B-multicast variant shipped in specs/gemm.py (GemmConfig(..., cluster=2))
+CLUSTER = (Config(Shape("bf16", 256, 4), 2, cluster=2),)
 
 
 def spec(cfg: Config):
     """The naive spec of ``cfg``: ``naive_spec`` with the size rules of its tiles and slices."""
-    return naive_spec(cfg.shape, cfg.tiles, cfg.out, cfg.split_k)
+    return naive_spec(cfg.shape, cfg.tiles, cfg.out, cfg.split_k, cfg.cluster)
 
 
 def schedule_library(cfg: Config = DEFAULT, show=None, name: str | None = None):
@@ -207,6 +218,10 @@ def _steps(cfg: Config) -> tuple:
         return p
 
     p = step("the sequential specification", spec(cfg))
+    if cfg.cluster > 1:  # (imported here: gemm_cluster uses this module's helpers)
+        from .gemm_cluster import cluster_steps
+        cluster_steps(cfg, step, p)
+        return tuple(steps)
     if KS > 1:  # split-K: the slices add into C, so C's zero-fill is a separate (host) step
         p = fission(p, "after: C[_] = 0.0", n_lifts=2)
         p = set_memory(p, "C", CudaGmemLinear)

@@ -1,8 +1,9 @@
 """The GEMM library schedule (``exogpu_verify.kernels.gemm``, walked through by
 examples/scheduling/gemm_library_schedule.py): from the naive spec to the cooperative and
-ping-pong variants of specs/gemm.py, which are built by it. Each reached kernel is bitwise
+ping-pong variants of specs/gemm.py and its 2x1-cluster variant, which are built by it. Each reached kernel is bitwise
 equal to its spec, proven for all sizes, and has the statement structure of the kernel as
-written directly (tests/schedule/gemm_reference.py, and ``_pingpong`` in specs/gemm.py: the
+written directly (tests/schedule/gemm_reference.py, and ``_pingpong`` and
+``_cooperative_cluster`` in specs/gemm.py: the
 same instructions, synchronization and loops in the same places; iterator names and index
 spelling aside); the walk-through documents match the script; the default kernel builds
 healthy."""
@@ -161,6 +162,35 @@ def test_pingpong_walkthrough_matches_the_script(ex):
     doc = (EX / "gemm_library_pingpong_walkthrough.md").read_text()
     gen = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
     assert gen == walkthrough(ex.schedule_library(ex.PINGPONG[0]))
+
+
+def test_reaches_the_cluster_variant(ex, lib):
+    """The 2x1 cluster (GemmConfig(..., cluster=2)): B multicast by ``replace`` of its
+    per-CTA staging loop; the schedule reaches the statements of the kernel as written
+    directly (``_cooperative_cluster``), every step bitwise equal to the spec, no unsafe
+    step, proven for all sizes."""
+    cfg = ex.CLUSTER[0]
+    steps = ex.schedule_library(cfg)
+    final = steps[-1][1]
+    assert not any(r.unsafe for r in final.provenance)
+    mc = [r for r in final.provenance if r.name == "replace" and "multicast" in r.args]
+    assert len(mc) == 1, [r.args for r in final.provenance if r.name == "replace"]
+    assert lib.VARIANTS[cfg.name] == final  # specs/gemm.py ships what the schedule reaches
+    s = cfg.shape
+    direct = lib._cooperative_cluster(lib.GemmConfig(
+        s.dtype, cfg.out, s.tile_n, s.stages, "cooperative", cfg.tiles, cfg.split_k,
+        cfg.raster, cluster=2))
+    assert skeleton(simplify(final)) == skeleton(simplify(direct))
+    for desc, p in steps:
+        assert ex.check_equal(steps[0][1], p, sizes=(("M", 256), ("N", 512), ("K", 128))), desc
+    r = verify(final)
+    assert r.verdict == "proven", [str(d) for d in r.diagnostics]
+
+
+def test_cluster_walkthrough_matches_the_script(ex):
+    doc = (EX / "gemm_library_cluster_walkthrough.md").read_text()
+    gen = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
+    assert gen == walkthrough(ex.schedule_library(ex.CLUSTER[0]))
 
 
 def test_every_step_bitwise_equal(ex):

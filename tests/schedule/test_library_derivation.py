@@ -1,9 +1,9 @@
-"""specs/gemm.py ships its cooperative 1x1-cluster variants and its ping-pong variant as
-scheduled from the naive matmul (``exogpu_verify.kernels.gemm``): each variant's provenance
-starts at the naive spec (sequential loops over host arrays, ``C[i, j] += A[i, k] * B[j,
-k]``), its unsafe steps are exactly split-K's two reassociations, and ``derivation(cfg)`` ends
-at the shipped proc; the variant no rewrite reaches yet (the 2x1 cluster's multicast) says it
-is written directly."""
+"""specs/gemm.py ships every GEMM variant as scheduled from the naive matmul
+(``exogpu_verify.kernels.gemm``): each variant's provenance starts at the naive spec
+(sequential loops over host arrays, ``C[i, j] += A[i, k] * B[j, k]``), its unsafe steps are
+exactly split-K's two reassociations, and ``derivation(cfg)`` ends at the shipped proc; the
+configurations the schedule does not build (ping-pong or 2x1 cluster with bf16 C or split-K,
+none shipped) are written directly and say so."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ def lib():
 
 
 def _scheduled(cfg) -> bool:
-    return cfg.cluster == 1 and (cfg.schedule == "cooperative" or
-                                 (cfg.out == "f32" and cfg.split_k == 1))
+    return (cfg.schedule == "cooperative" and cfg.cluster == 1) or \
+        (cfg.out == "f32" and cfg.split_k == 1)
 
 
 def _kinds(stmts, out):
@@ -34,8 +34,9 @@ def _kinds(stmts, out):
 
 def test_cooperative_variants_are_scheduled_from_the_naive_matmul(lib):
     scheduled = [c for c in lib.VARIANT_CONFIGS if _scheduled(c)]
-    assert len(scheduled) == 8
+    assert scheduled == lib.VARIANT_CONFIGS and len(scheduled) == 9
     assert sum(c.schedule == "pingpong" for c in scheduled) == 1
+    assert sum(c.cluster == 2 for c in scheduled) == 1
     for cfg in scheduled:
         p = lib.VARIANTS[cfg.name]
         p1 = root(p)
@@ -60,30 +61,25 @@ def _loops(stmts):
             yield from _loops(getattr(s, b, ()) or ())
 
 
-def test_the_others_are_written_directly(lib):
-    others = [c for c in lib.VARIANT_CONFIGS if not _scheduled(c)]
-    assert [c.cluster for c in others] == [2]
-    for cfg in others:
-        p = lib.VARIANTS[cfg.name]
-        assert [r.name for r in p.provenance] == ["rename"], cfg.name
-        with pytest.raises(ValueError, match="written directly"):
-            lib.derivation(cfg)
-
-
-def test_pingpong_configurations_the_schedule_does_not_build(lib):
-    """bf16 C and split-K ping-pong are written directly (``_pingpong``): the schedule
-    refuses them, saying why, and ``gemm`` still builds them."""
+def test_configurations_the_schedule_does_not_build(lib):
+    """bf16 C and split-K ping-pong and 2x1-cluster kernels are written directly
+    (``_pingpong``, ``_cooperative_cluster``): the schedule refuses them, saying why, and
+    ``gemm`` still builds them."""
     from exogpu_verify.kernels.gemm import Config, Shape, schedule_library
     for out, ks in (("bf16", 1), ("f32", 2)):
-        cfg = lib.GemmConfig("bf16", out, 128, 4, "pingpong", 2, split_k=ks)
-        assert not lib.scheduled(cfg)
-        with pytest.raises(ValueError, match="written directly"):
-            lib.derivation(cfg)
-        assert [r.name for r in lib.gemm(cfg).provenance] == ["rename"]
-        with pytest.raises(ValueError, match="f32-output kernels without split-K"):
-            schedule_library(Config(Shape("bf16", 128, 4), 2, out, split_k=ks,
-                                    consumers="pingpong"))
+        for sch, tn, cl, why in (("pingpong", 128, 1, "ping-pong schedule builds f32-output"),
+                                 ("cooperative", 256, 2, "2x1-cluster schedule builds")):
+            cfg = lib.GemmConfig("bf16", out, tn, 4, sch, 2, split_k=ks, cluster=cl)
+            assert not lib.scheduled(cfg)
+            with pytest.raises(ValueError, match="written directly"):
+                lib.derivation(cfg)
+            assert [r.name for r in lib.gemm(cfg).provenance] == ["rename"]
+            with pytest.raises(ValueError, match=why):
+                schedule_library(Config(Shape("bf16", tn, 4), 2, out, split_k=ks,
+                                        consumers=sch, cluster=cl))
     with pytest.raises(ValueError, match="even number of tiles"):
         schedule_library(Config(Shape("bf16", 128, 4), 3, consumers="pingpong"))
     with pytest.raises(ValueError, match="cooperative|pingpong"):
         schedule_library(Config(consumers="pp"))
+    with pytest.raises(ValueError, match="clusters of 1 or 2 CTAs"):
+        schedule_library(Config(cluster=4))

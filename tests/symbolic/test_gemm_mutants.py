@@ -1,6 +1,7 @@
 """Every synchronization statement of a shipped GEMM is needed: deleting any one Fence,
-Arrive or Await of ``gemm_bf16_f32_128x256_s4_coop_g2`` (or the trailing barrier of a TMA
-load) gives a program that is not proven. The symbolic checker refutes each (with the
+Arrive or Await of ``gemm_bf16_f32_128x256_s4_coop_g2`` or of the 2x1-cluster
+``gemm_bf16_f32_128x256_s4_coop_g2_c2x1`` (both scheduled from the naive matmul; or the
+trailing barrier of a TMA load or multicast) gives a program that is not proven. The symbolic checker refutes each (with the
 concrete replay confirming it), so neither checker accepts a kernel with one
 synchronization missing. (Deleting the final ``Await(tcg, cuda_in_order, 0)`` was once
 accepted by the concrete checker: tests/amir/test_coalesce_sync.py.)"""
@@ -17,37 +18,37 @@ from exogpu_verify.ir.printer import print_proc, roundtrip_env
 
 pytestmark = pytest.mark.slow
 
-NAME = "gemm_bf16_f32_128x256_s4_coop_g2"
+NAMES = ("gemm_bf16_f32_128x256_s4_coop_g2", "gemm_bf16_f32_128x256_s4_coop_g2_c2x1")
 SYNC = re.compile(r"^(\s*)(Fence|Arrive|Await)\(")
+KERNELS = load_path(ROOT / "specs" / "gemm.py").VARIANTS
 
 
-def _kernel():
-    return load_path(ROOT / "specs" / "gemm.py").VARIANTS[NAME]
-
-
-def _mutants():
-    lines = print_proc(_kernel()).splitlines()
+def _mutants(name):
+    lines = print_proc(KERNELS[name]).splitlines()
     out = []
     for i, ln in enumerate(lines):
         m = SYNC.match(ln)
         if m:
-            out.append((i, lines[:i] + [m.group(1) + "pass"] + lines[i + 1:]))
+            out.append((name, i, lines[:i] + [m.group(1) + "pass"] + lines[i + 1:]))
         elif " >> " in ln and not ln.lstrip().startswith("Arrive"):
-            out.append((i, lines[:i] + [ln.split(" >> ")[0]] + lines[i + 1:]))
-    return lines, out
+            out.append((name, i, lines[:i] + [ln.split(" >> ")[0]] + lines[i + 1:]))
+    return out
 
 
-LINES, MUTANTS = _mutants()
+MUTANTS = [m for name in NAMES for m in _mutants(name)]
 
 
-def test_the_kernel_has_its_synchronization():
-    assert len(MUTANTS) >= 20
-    assert verify(_kernel(), mode="symbolic").verdict == "proven"
+@pytest.mark.parametrize("name", NAMES)
+def test_the_kernel_has_its_synchronization(name):
+    assert sum(m[0] == name for m in MUTANTS) >= 20
+    assert verify(KERNELS[name], mode="symbolic").verdict == "proven"
 
 
-@pytest.mark.parametrize("i,text", MUTANTS, ids=[f"line{i + 1}" for i, _ in MUTANTS])
-def test_deleting_one_synchronization_is_refuted(i, text):
-    p = _kernel()
+@pytest.mark.parametrize("name,i,text", MUTANTS,
+                         ids=[f"{'c2x1' if n.endswith('c2x1') else 'coop'}-line{i + 1}"
+                              for n, i, _ in MUTANTS])
+def test_deleting_one_synchronization_is_refuted(name, i, text):
+    p = KERNELS[name]
     try:
         q = parse_proc_source("\n".join(text), roundtrip_env(p), file="<mutant>",
                               instr_info=p.instr)
@@ -55,4 +56,4 @@ def test_deleting_one_synchronization_is_refuted(i, text):
         assert e.diagnostic.kind == "barrier-usage", str(e.diagnostic)
         return
     r = verify(q, mode="symbolic", timeout_s=600)
-    assert r.verdict == "refuted", (LINES[i].strip(), r.summary())
+    assert r.verdict == "refuted", (print_proc(p).splitlines()[i].strip(), r.summary())
