@@ -165,12 +165,15 @@ def _instr_info(timeline, unit, barrier, codegen, distributed, atomic, includes,
 
 def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>",
                       instr_info: N.InstrInfo | None = None,
-                      tools: N.ProcedureTools | None = None) -> N.Procedure:
+                      tools: N.ProcedureTools | None = None,
+                      printed: bool = False) -> N.Procedure:
     """Parse the first ``def`` in ``text`` as a procedure (an ``@instr(...)`` decorator line
     is evaluated, any other decorator ignored).
 
     ``env`` supplies free names on top of the language namespace; ``tools`` is stored on the
-    result (the facade's ``parse_proc_source`` passes its own).
+    result (the facade's ``parse_proc_source`` passes its own). ``printed``: the text is
+    ``print_proc``'s (a rewrite's result re-checked), so the pass that explains Python
+    constructs outside the language is skipped; every rule of the language still applies.
     """
     text = textwrap.dedent(text)
     _remember_source(text, file)
@@ -187,7 +190,7 @@ def parse_proc_source(text: str, env: dict | None = None, file: str = "<string>"
     if instr_info is None:
         instr_info = _decorator_instr(fdef, env or {}, file, text.splitlines())
     scope = ChainMap(dict(env or {}), language_namespace())
-    p = Parser(fdef, scope, file, 0, 0, text.splitlines(), instr_info).parse()
+    p = Parser(fdef, scope, file, 0, 0, text.splitlines(), instr_info, printed).parse()
     return p if tools is None else replace(p, tools=tools)
 
 

@@ -241,6 +241,9 @@ def callees(p: N.Procedure) -> dict:
 
 
 _NAMED = (Memory, BarrierMechanism, CollUnit, InstrTL)
+#: expressions name only variables, tensors and the language's types: nothing to collect
+_EXPRS = (N.Const, N.Read, N.BinOp, N.UnOp, N.BuiltIn, N.StrideExpr, N.WindowExpr, N.Point,
+          N.Interval)
 
 
 def roundtrip_env(p: N.Procedure) -> dict:
@@ -248,7 +251,9 @@ def roundtrip_env(p: N.Procedure) -> dict:
 
     The printed text names the procedures and instructions ``p`` calls and the memories,
     barrier mechanisms, units and timelines it uses (some defined by the platform libraries,
-    not by the language): all of them are collected from the IR itself.
+    not by the language): all of them are collected from the IR itself. A callee is named by
+    ``callees``; its own body is not printed, so it is not walked (the platform's
+    instructions' bodies were most of the walk).
     """
     env: dict = {}
     seen: set[int] = set()
@@ -257,6 +262,8 @@ def roundtrip_env(p: N.Procedure) -> dict:
         if id(x) in seen or x is None or isinstance(x, (str, int, float, bool)):
             return
         seen.add(id(x))
+        if isinstance(x, _EXPRS) or (isinstance(x, N.Procedure) and x is not p):
+            return
         if isinstance(x, _NAMED):
             name = str(x)
             if name.isidentifier():

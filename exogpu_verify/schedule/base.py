@@ -283,7 +283,8 @@ def revalidate(p: N.Procedure, name: str) -> str:
     frontend); a failure is reported as a scheduling error on this rewrite."""
     text = print_proc(p)
     try:
-        parse_proc_source(text, roundtrip_env(p), file="<schedule check>", instr_info=p.instr)
+        parse_proc_source(text, roundtrip_env(p), file="<schedule check>", instr_info=p.instr,
+                          printed=True)
     except ExoGpuError as e:
         raise SchedulingError(f"{name} would produce an ill-formed program: "
                               f"{e.diagnostic.message} (line {e.diagnostic.line} of the "
