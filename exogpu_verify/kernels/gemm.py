@@ -1,23 +1,23 @@
 """The GEMM library's schedule: the naive matmul ``C = A @ B.T`` (f32 accumulation) rewritten
-by checked, public scheduling primitives into the cooperative kernels of ``specs/gemm.py``.
+by checked, public scheduling primitives into the kernels of ``specs/gemm.py``.
 
 ``schedule_library(Config(...))`` returns the steps ``[(description, proc), ...]`` from the
 naive spec (``naive_spec``) to the kernel: ``G`` output tiles per task sharing one
-``S``-stage shared-memory ring (the producer loads the next tile's first stages while the
-consumers finish a tile: ``carry`` barriers hand a stage from tile ``j`` to tile ``j + 1``),
-a rasterized task order, wgmma consumers, and an epilogue pipelined over column chunks of one
-swizzle row (``store_acc`` into one of two ``C_smem`` buffers, a consumer named barrier with
-``fence.proxy.async``, one consumer warp TMA-storing the chunk with one store in flight).
-With ``split_k = KS > 1``, C's zero-fill is fissioned from the accumulation and replaced by
-the host's ``cudaMemsetAsync0_2d_f32``, the K steps are divided ``kq = KS kt + s`` with the
-slice loop moved out to the task level, and each slice's partial tile is staged (``accum``)
-and added to C by a TMA reduce-add; two of those steps are reassociations, recorded unsafe
-(split-K rounds differently from the naive sum).
-
-``specs/gemm.py`` builds its cooperative 1x1-cluster variants with this schedule;
-``examples/scheduling/gemm_library_schedule.py`` walks through it step by step. The steps
-are ordinary Python functions over procedures: every rewrite is checked when applied, and
-the kernel's provenance records each one (``docs/scheduling.md``).
+``S``-stage shared-memory ring (``carry`` barriers hand a stage from tile ``j`` to ``j + 1``,
+so the producer loads the next tile while the consumers finish one), a rasterized task
+order, wgmma consumers, and an epilogue pipelined over column chunks of one swizzle row
+(``store_acc`` into one of two ``C_smem`` buffers, a consumer named barrier with
+``fence.proxy.async``, one consumer warp TMA-storing the chunk, one store in flight). With
+``split_k = KS > 1``, C's zero-fill becomes the host's ``cudaMemsetAsync0_2d_f32``, the K
+steps are divided ``kq = KS kt + s`` with the slice loop at the task level, and each slice's
+partial tile is added to C by a TMA reduce-add (two reassociations, recorded unsafe).
+``Config(consumers="pingpong")`` gives tile ``j`` to consumer warpgroup ``j % 2``
+(``add_loop(..., guard="j % 2")``); ``Config(cluster=2)`` schedules the 2x1-cluster
+B-multicast kernel (``gemm_cluster``); shared pieces are in ``gemm_parts``. ``specs/gemm.py``
+builds every shipped variant with it; ``examples/scheduling/gemm_library_schedule.py`` walks
+through it. Every rewrite is checked when applied, and the kernel's provenance records each
+one (``docs/scheduling.md``).
+(``naive_spec``'s ``gemm`` is at line 67, where the certificates say each chain starts.)
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ class Shape(NamedTuple):
         return f"gemm_{self.dtype}_128x{self.tile_n}_s{self.stages}"
 
 
-WARPS = [CudaWarpConfig("producer", 4, setmaxnreg_dec=40),
-         CudaWarpConfig("consumer", 8, setmaxnreg_inc=232)]
+from .gemm_parts import (WARPS, chunk_epilogue, consumer_sync, epilogue_sync,  # noqa: E402
+                         fragment_layout, fragment_loops, span)  # (gemm_cluster shares them)
 
 
 def naive_spec(shape: Shape, tiles=1, out="f32", split_k=1, cluster=1):
@@ -88,41 +88,6 @@ def naive_spec(shape: Shape, tiles=1, out="f32", split_k=1, cluster=1):
                     D += A[i, k] * B[j, k]
                 C[i, j] = D
     return gemm_bf16
-
-
-def fragment_layout(p, acc):
-    """An accumulator ``acc: f32[128, N]`` indexed ``[row, col]`` becomes the wgmma
-    fragment layout ``[wg, warp, lane, col / 8, row % 16 / 8, col % 2]`` with ``row = 64 wg +
-    16 warp + 8 h + lane / 4`` and ``col = 8 nb + 2 (lane % 4) + j`` (PTX ISA wgmma D
-    fragments): a relabeling of its elements."""
-    p = divide_dim(p, acc, 0, 64)         # [wg, 64, N]
-    p = divide_dim(p, acc, 1, 16)         # [wg, warp, 16, N]
-    p = divide_dim(p, acc, 2, 8)          # [wg, warp, h, g, N]
-    p = divide_dim(p, acc, 4, 8)          # [wg, warp, h, g, nb, 8]
-    p = divide_dim(p, acc, 5, 2)          # [wg, warp, h, g, nb, t, j]
-    p = rearrange_dim(p, acc, [0, 1, 3, 5, 4, 2, 6])  # [wg, warp, g, t, nb, h, j]
-    p = mult_dim(p, acc, 2, 3)            # [wg, warp, lane = 4 g + t, nb, h, j]
-    return simplify(p)
-
-
-def fragment_loops(p, rows, cols, names):
-    """A ``rows x cols`` (128 x N) nest becomes loops ``wg, warp, lane, nb, h, j`` over
-    the fragment layout (the inverse map of ``fragment_layout``)."""
-    wg, w, lane, nb, h, j = names
-    p = divide_loop(p, rows, 64, [wg, f"{wg}_r"], perfect=True)
-    p = divide_loop(p, f"{wg}_r", 16, [w, f"{w}_r"], perfect=True)
-    p = divide_loop(p, f"{w}_r", 8, [h, f"{h}_g"], perfect=True)
-    p = divide_loop(p, cols, 8, [nb, f"{nb}_r"], perfect=True)
-    p = divide_loop(p, f"{nb}_r", 2, [f"{h}_t", j], perfect=True)
-    for a, b in ((h, f"{h}_g"), (h, nb), (h, f"{h}_t"), (nb, f"{h}_t")):
-        p = reorder_loops(p, f"{a} {b}")
-    p = mult_loops(p, f"{h}_g {h}_t", lane)
-    return simplify(p)
-
-
-def span(first, last):
-    """The block of statements from cursor ``first`` to cursor ``last`` (same block)."""
-    return first.as_block().expand(0, last.path()[-1][1] - first.path()[-1][1])
 
 
 class Config(NamedTuple):
@@ -342,22 +307,8 @@ def _steps(cfg: Config) -> tuple:
     if KS == 1:  # (split-K staged C_smem with the partial tile)
         store = p.find("C[_] = D[_]").parent().parent()
         p = stage_mem(p, store, f"tC[{ctile}]", "C_smem", mem=Sm90_SmemSwizzled(128))
-    p = divide_dim(p, "C_smem : _", 1, W)
-    p = simplify(rearrange_dim(p, "C_smem : _", [1, 0, 2]))
-    st = p.find("C_smem[_] = D[_]").parent().parent()
-    p = divide_loop(p, st.body()[0], W, ["c", "n2"], perfect=True)
-    p = reorder_loops(p, p.find_loop("c").parent())
-    p = divide_loop(p, p.find_loop("c").body()[0], 64, ["me" if PP else "we", "m2"],
-                    perfect=True)
-    p = simplify(p)
-    p = replace(p, p.find_loop("m2"), Sm90_store_acc(TC))
-    back = p.find("tC[_] += C_smem[_]" if KS > 1 else "tC[_] = C_smem[_]").parent().parent()
-    p = divide_loop(p, back.body()[0], W, ["jb", "jc"], perfect=True)
-    p = simplify(reorder_loops(p, p.find_loop("jb").parent()))
     tma_out = Sm90_tma_reduce_add(2, TC) if KS > 1 else Sm90_tma_store(2, TC)
-    p = replace(p, p.find_loop("jb").body()[0], tma_out)
-    p = fuse(p, p.find_loop("c"), p.find_loop("jb"))
-    p = resize_dim(p, "C_smem : _", 0, 2, 0, fold=True)
+    p = chunk_epilogue(p, TC, tma_out, "me" if PP else "we")
     if PP:  # each warpgroup its own pair of chunk buffers, its own TMA-storing warp
         p = expand_dim(p, "C_smem : _", 2, "j % 2")
         p = lift_alloc(simplify(p), "C_smem : _")
@@ -475,43 +426,16 @@ def library_sync(p, step, cfg: Config, tma_out):
     p = insert_barrier_alloc(p, p.find_loop("kt").before(), "cg", [2], Sm90_WgmmaCommitGroup)
     p = step("producer synchronization: the previous tile's stage (carry), a free slot "
              "(war), one arrive on raw[kt]", _producer_sync(p, cfg))
-    # consumers
-    wg = p.find_loop("wg")
-    p = insert_await(p, wg.body()[0].before(), "raw[kt]", cuda_generic_and_async_proxy, 0)
-    kk = p.find_loop("kk")
-    p = insert_fence(p, kk.before(), wgmma_fence_1, wgmma_fence_2)
-    p = insert_arrive(p, p.forward(kk).after(), wgmma_async, "cg[wg]")
-    commit = p.forward(kk).next()
-    p = insert_await(p, commit.after(), "cg[wg]", cuda_in_order, 1)
-    p = add_if(p, p.forward(commit).next(), "kt >= 1")
-    wg = p.find_loop("wg")
-    p = insert_arrive(p, wg.after(), cuda_in_order, f"war[kt + {S - 1}]")
-    rel = p.forward(wg).next()
-    p = insert_arrive(p, rel.after(), cuda_in_order, f"carry[j, (kt - 1) % {S}]")
-    p = add_if(p, p.forward(rel).next(), f"kt - 1 >= K / {TK} - {S}")
     p = step("consumer synchronization: wait for raw[kt], wgmma.fence, commit, one group in "
              "flight; release the previous stage (war) and, for the tile's last stages, hand "
-             "them to the next tile (carry)",
-             add_if(p, span(p.forward(rel), p.forward(rel).next()), "kt >= 1"))
+             "them to the next tile (carry)", consumer_sync(p, cfg))
     # after the K loop: wait for all wgmmas, release the last stage, then the chunks
     kt = p.find_loop("kt")
     p = insert_pass(p, kt.after())
     p = add_loop(p, p.forward(kt).next(), "wf", 2)
     p = insert_await(p, p.find_loop("wf").body()[0].before(), "cg[wf]", cuda_in_order, 0)
-    p = set_loop_mode(delete_pass(p), "wf", CudaThreads(unit=cuda_warpgroup))
-    wf = p.find_loop("wf")
-    p = insert_arrive(p, wf.after(), cuda_in_order, f"war[K / {TK} + {S - 1}]")
-    p = insert_arrive(p, p.forward(wf).next().after(), cuda_in_order,
-                      f"carry[j, (K / {TK} - 1) % {S}]")
-    c = p.find_loop("c")
-    p = insert_fence(p, c.body()[0].after(), cuda_in_order, cuda_generic_and_async_proxy)
-    st = p.find(f"{tma_out.name}(_)")
-    p = insert_arrive(p, st.after(), tma_to_gmem_async, "tcg")
-    p = insert_await(p, p.forward(st).next().after(), "tcg", cuda_in_order, 1)
-    c = p.find_loop("c")
-    p = insert_fence(p, c.body()[-1].after(), cuda_in_order, cuda_in_order)
-    p = wrap_with_context(p, span(p.find_loop("wf"), p.find_loop("c")),
-                          CudaWarps(name="consumer"))
+    p = epilogue_sync(set_loop_mode(delete_pass(p), "wf", CudaThreads(unit=cuda_warpgroup)),
+                      cfg, tma_out.name)
     jl = p.find_loop("j")
     p = insert_await(p, jl.after(), "tcg", cuda_in_order, 0)
     p = wrap_with_context(p, p.forward(jl).next(), CudaWarps(0, 1))

@@ -22,7 +22,8 @@ from __future__ import annotations
 from ..frontend.namespace import *  # noqa: F401,F403  (the language's names)
 from ..platforms.sm90 import *  # noqa: F401,F403
 from ..schedule import *  # noqa: F401,F403
-from .gemm import WARPS, fragment_layout, fragment_loops, span
+from .gemm_parts import (WARPS, chunk_epilogue, consumer_sync, epilogue_sync,
+                         fragment_layout, fragment_loops, span)
 
 
 def cluster_steps(cfg, step, p):
@@ -126,21 +127,8 @@ def cluster_steps(cfg, step, p):
     # --- the epilogue: per CTA, column chunks of W, double-buffered C_smem, TMA stores
     store = p.find("C[_] = D[_]").parent().parent()
     p = stage_mem(p, store, f"tC[{rows}, {cols}]", "C_smem", mem=Sm90_SmemSwizzled(128))
-    p = divide_dim(p, "C_smem : _", 1, W)
-    p = simplify(rearrange_dim(p, "C_smem : _", [1, 0, 2]))
-    st = p.find("C_smem[_] = D[_]").parent().parent()
-    p = divide_loop(p, st.body()[0], W, ["c", "n2"], perfect=True)
-    p = reorder_loops(p, p.find_loop("c").parent())
-    p = divide_loop(p, p.find_loop("c").body()[0], 64, ["we", "m2"], perfect=True)
-    p = simplify(p)
-    p = replace(p, p.find_loop("m2"), Sm90_store_acc(f32))
-    back = p.find("tC[_] = C_smem[_]").parent().parent()
-    p = divide_loop(p, back.body()[0], W, ["jb", "jc"], perfect=True)
-    p = simplify(reorder_loops(p, p.find_loop("jb").parent()))
     tma_out = Sm90_tma_store(2, f32)
-    p = replace(p, p.find_loop("jb").body()[0], tma_out)
-    p = fuse(p, p.find_loop("c"), p.find_loop("jb"))
-    p = resize_dim(p, "C_smem : _", 0, 2, 0, fold=True)
+    p = chunk_epilogue(p, f32, tma_out)
     p = expand_dim(p, "C_smem : _", CL, "cta")
     p = lift_alloc(simplify(p), "C_smem : _", n_lifts=2)
     p = set_loop_mode(p, "we", CudaThreads(unit=cuda_warpgroup))
@@ -179,42 +167,17 @@ def cluster_sync(p, step, cfg, load: str, multicast: str, store: str):
              "(carry) and a free slot (war) of its CTA; one arrive per CTA on raw[cta, kt]",
              set_loop_mode(p, "cw", CudaThreads(unit=cuda_warp_in_cluster)))
     # consumers: a stage is written in both CTAs by the multicast, so it is released in both
-    wg = p.find_loop("wg")
-    p = insert_await(p, wg.body()[0].before(), "raw[cta, kt]", cuda_generic_and_async_proxy, 0)
-    kk = p.find_loop("kk")
-    p = insert_fence(p, kk.before(), wgmma_fence_1, wgmma_fence_2)
-    p = insert_arrive(p, p.forward(kk).after(), wgmma_async, "cg[cta, wg]")
-    commit = p.forward(kk).next()
-    p = insert_await(p, commit.after(), "cg[cta, wg]", cuda_in_order, 1)
-    p = add_if(p, p.forward(commit).next(), "kt >= 1")
-    wg = p.find_loop("wg")
-    p = insert_arrive(p, wg.after(), cuda_in_order, f"war[:, kt + {S - 1}]")
-    rel = p.forward(wg).next()
-    p = insert_arrive(p, rel.after(), cuda_in_order, f"carry[:, j, (kt - 1) % {S}]")
-    p = add_if(p, p.forward(rel).next(), f"kt - 1 >= K / {TK} - {S}")
     p = step("consumer synchronization: wait for raw[cta, kt], wgmma.fence, commit, one group "
              "in flight; release the previous stage in both CTAs (war[:, ...]) and, for the "
              "tile's last stages, hand them to the next tile in both (carry[:, ...])",
-             add_if(p, span(p.forward(rel), p.forward(rel).next()), "kt >= 1"))
+             consumer_sync(p, cfg, "cta, ", ":, "))
     # epilogue: per CTA, as the cooperative kernel's
     c = p.find_loop("c")
     p = insert_pass(p, c.before())
     p = add_loop(p, p.forward(c).prev(), "wf", 2)
     p = insert_await(p, p.find_loop("wf").body()[0].before(), "cg[cta, wf]", cuda_in_order, 0)
-    p = set_loop_mode(delete_pass(p), "wf", CudaThreads(unit=cuda_warpgroup))
-    wf = p.find_loop("wf")
-    p = insert_arrive(p, wf.after(), cuda_in_order, f"war[:, K / {TK} + {S - 1}]")
-    p = insert_arrive(p, p.forward(wf).next().after(), cuda_in_order,
-                      f"carry[:, j, (K / {TK} - 1) % {S}]")
-    c = p.find_loop("c")
-    p = insert_fence(p, c.body()[0].after(), cuda_in_order, cuda_generic_and_async_proxy)
-    st = p.find(f"{store}(_)")
-    p = insert_arrive(p, st.after(), tma_to_gmem_async, "tcg[cta]")
-    p = insert_await(p, p.forward(st).next().after(), "tcg[cta]", cuda_in_order, 1)
-    c = p.find_loop("c")
-    p = insert_fence(p, c.body()[-1].after(), cuda_in_order, cuda_in_order)
-    p = wrap_with_context(p, span(p.find_loop("wf"), p.find_loop("c")),
-                          CudaWarps(name="consumer"))
+    p = epilogue_sync(set_loop_mode(delete_pass(p), "wf", CudaThreads(unit=cuda_warpgroup)),
+                      cfg, store, "cta, ", ":, ")
     # end of the task: every CTA's stores have read C_smem; a cluster-wide Fence
     jl = p.find_loop("j")
     p = insert_pass(p, jl.after())
