@@ -15,6 +15,7 @@ from codegen_cases import CASES, GOLDEN, UNSUPPORTED, case_id, get_proc
 
 from exogpu_codegen import generate
 from exogpu_verify.errors import ExoGpuError
+from testlib import verify_cached
 
 _GATE = re.compile(r"^// (UNCHECKED:|this program was NOT|\(|proof:).*\n", re.M)
 
@@ -124,3 +125,17 @@ def test_instr_is_not_a_kernel():
     with pytest.raises(ExoGpuError) as e:
         generate(Sm80_mma_zero_d, unchecked=True)
     assert e.value.kind == "usage"
+
+
+BACKEND = [c for c in CASES if c[0].startswith("tests/")]
+
+
+@pytest.mark.parametrize("case", BACKEND, ids=lambda c: c[1])
+def test_backend_test_kernels_are_proven(case):
+    """The backend's own test kernels run on the GPU too (bench/gpu_plan.py): each is proven
+    for all sizes (``cluster_multicast`` once read its shared-memory tile through the generic
+    proxy and let the next multicast overwrite it, and the task free it, with no proxy
+    fence: refuted, now fenced)."""
+    rel, name = case
+    r = verify_cached(get_proc(rel, name), mode="symbolic")
+    assert r.verdict == "proven", (name, r.summary())
