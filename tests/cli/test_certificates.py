@@ -85,11 +85,14 @@ def test_shipped_proofs_of_the_small_specs_recheck(monkeypatch, capsys, tmp_path
 @pytest.mark.slow
 def test_shipped_proofs_recheck_and_match_specs(tmp_path, monkeypatch, capsys):
     """The proof gate: every proc of specs/ has a committed certificate bound to its current
-    program (not stale), and the certificates re-check in fresh solvers: here every one but
+    program (not stale), whose derivation line is the program's (p1's file and line, the
+    steps: a certificate made before the spec moved would name the wrong line), and the
+    certificates re-check in fresh solvers: here every one but
     the GEMM and GEMV families' other variants (one factory's structure at other tiles; CI's
     ``exogpu-verify --recheck proofs/`` step and the GPU dry run re-check all of them)."""
     import shutil
 
+    from exogpu_verify.ir.derivation import derivation
     from exogpu_verify.loader import load_module, module_procs
     from exogpu_verify.symbolic.certificates import cert_name, program_hash
 
@@ -102,8 +105,10 @@ def test_shipped_proofs_recheck_and_match_specs(tmp_path, monkeypatch, capsys):
         for p in module_procs(mod):
             path = ROOT / "proofs" / cert_name(p)
             assert path.exists(), f"{p.name} ({f.name}) has no certificate in proofs/"
-            assert json.loads(path.read_text())["program_hash"] == program_hash(p), \
+            cert = json.loads(path.read_text())
+            assert cert["program_hash"] == program_hash(p), \
                 f"{path.name} is stale: {p.name} changed since it was proven"
+            assert (cert.get("derivation") or {}).get("summary") == derivation(p), path.name
             if f.stem in ("gemm", "gemv"):
                 if f.stem in families:
                     continue
