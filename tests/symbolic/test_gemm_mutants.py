@@ -1,6 +1,7 @@
 """Every synchronization statement of a shipped GEMM is needed: deleting any one Fence,
-Arrive or Await of ``gemm_bf16_f32_128x256_s4_coop_g2`` or of the 2x1-cluster
-``gemm_bf16_f32_128x256_s4_coop_g2_c2x1`` (both scheduled from the naive matmul; or the
+Arrive or Await of ``gemm_bf16_f32_128x256_s4_coop_g2``, of the 2x1-cluster
+``gemm_bf16_f32_128x256_s4_coop_g2_c2x1`` or of the ping-pong
+``gemm_bf16_f32_128x128_s4_pp_g4`` (all scheduled from the naive matmul; or the
 trailing barrier of a TMA load or multicast) gives a program that is not proven. The symbolic checker refutes each (with the
 concrete replay confirming it), so neither checker accepts a kernel with one
 synchronization missing. (Deleting the final ``Await(tcg, cuda_in_order, 0)`` was once
@@ -18,7 +19,8 @@ from exogpu_verify.ir.printer import print_proc, roundtrip_env
 
 pytestmark = pytest.mark.slow
 
-NAMES = ("gemm_bf16_f32_128x256_s4_coop_g2", "gemm_bf16_f32_128x256_s4_coop_g2_c2x1")
+NAMES = ("gemm_bf16_f32_128x256_s4_coop_g2", "gemm_bf16_f32_128x256_s4_coop_g2_c2x1",
+         "gemm_bf16_f32_128x128_s4_pp_g4")
 SYNC = re.compile(r"^(\s*)(Fence|Arrive|Await)\(")
 KERNELS = load_path(ROOT / "specs" / "gemm.py").VARIANTS
 
@@ -45,8 +47,7 @@ def test_the_kernel_has_its_synchronization(name):
 
 
 @pytest.mark.parametrize("name,i,text", MUTANTS,
-                         ids=[f"{'c2x1' if n.endswith('c2x1') else 'coop'}-line{i + 1}"
-                              for n, i, _ in MUTANTS])
+                         ids=[f"{n.split('_')[-1]}-line{i + 1}" for n, i, _ in MUTANTS])
 def test_deleting_one_synchronization_is_refuted(name, i, text):
     p = KERNELS[name]
     try:
