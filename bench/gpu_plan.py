@@ -75,6 +75,10 @@ GEMM = Recipe("gemm_abt", ("C",), sizes="gemm", family="gemm", reduction="K",
               tensor_cores=True, timed=True)
 RECIPES: dict[tuple[str, str], Recipe] = {
     ("specs/gemm.py", "*"): GEMM,
+    # B stored K x N: C = A @ B
+    ("specs/gemm.py", "gemm_bf16_f32_128x256_s4_coop_g2_kn"): Recipe(
+        "matmul", ("C",), sizes="gemm", family="gemm", reduction="K", tensor_cores=True,
+        timed=True),
     ("specs/gemv.py", "*"): Recipe("gemv", ("y",), sizes="gemv", family="gemv",
                                    reduction="K", timed=True),
     ("specs/vec_copy.py", "vec_copy"): Recipe("copy", ("B",), sizes="n", family="copy",

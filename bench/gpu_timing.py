@@ -91,6 +91,13 @@ class Torch:
                 self.tf32(True)
                 return t.matmul(A, B.T)
             out["cuBLAS tf32"] = tf32
+        elif op == "matmul" and mode == "bf16":  # C = A @ B, B stored K x N
+            out["cuBLAS bf16 (bf16 out)"] = lambda: t.matmul(A, B)
+            try:
+                t.mm(A[:8, :8], B[:8, :8], out_dtype=t.float32)
+                out["cuBLAS bf16 (f32 out)"] = lambda: t.mm(A, B, out_dtype=t.float32)
+            except Exception:  # noqa: BLE001 - not in this torch
+                pass
         elif op == "matmul":
             def sgemm():
                 self.tf32(False)
@@ -171,6 +178,8 @@ class Cupy:
                 pass
         elif op == "gemm_abt" and mode == "tf32":
             out["cupy.matmul (CUPY_TF32=1)"] = lambda: cp.matmul(A, B.T)
+        elif op == "matmul" and mode == "bf16":
+            out["cupy.matmul bf16"] = lambda: cp.matmul(A, B)
         elif op == "gemv":
             out["cupy.matmul gemv"] = lambda: cp.matmul(A, B)
         elif op == "copy":

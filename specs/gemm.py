@@ -14,7 +14,8 @@ cluster with bf16 C or split-K; none is shipped) are written directly below, and
 are also what the tests compare the scheduled kernels with. Conventions, as cuBLAS users
 expect: sizes ``M, N, K``;
 ``A: T[M, K]`` row-major, ``B: T[N, K]`` (K-major, as TF32 wgmma needs), ``C: Tc[M, N]``;
-``T`` is f32 (run as tf32 by the tensor cores) or bf16, ``Tc`` f32 or bf16.
+``T`` is f32 (run as tf32 by the tensor cores) or bf16, ``Tc`` f32 or bf16. The ``_kn``
+variant takes ``B: bf16[K, N]`` (row-major) and computes ``C = A @ B``.
 
 Structure of a kernel (``docs/codegen.md`` has the reasoning; every piece is checked):
 
@@ -67,7 +68,9 @@ class GemmConfig:
     "bf16"); ``out``: C's type ("f32" or "bf16"); ``tile_n``: BN (the tile is 128 x BN);
     ``stages``: SMEM ring depth; ``schedule``: "cooperative" or "pingpong"; ``tiles``: G,
     output tiles per task; ``split_k``: K slices reduced into C; ``raster``: task-order panel
-    height (tile rows) for L2 reuse."""
+    height (tile rows) for L2 reuse; ``cluster``: CTAs per cluster (2: B multicast);
+    ``b_major``: "K" (``B: T[N, K]``, ``C = A @ B.T``) or "N" (``B: T[K, N]``, ``C = A @ B``,
+    bf16)."""
 
     dtype: str = "bf16"
     out: str = "f32"
@@ -78,12 +81,14 @@ class GemmConfig:
     split_k: int = 1
     raster: int = 8
     cluster: int = 1
+    b_major: str = "K"
 
     @property
     def name(self) -> str:
         sch = {"cooperative": "coop", "pingpong": "pp"}[self.schedule]
         s = f"gemm_{self.dtype}_{self.out}_128x{self.tile_n}_s{self.stages}_{sch}_g{self.tiles}"
         s += f"_c{self.cluster}x1" if self.cluster > 1 else ""
+        s += "_kn" if self.b_major == "N" else ""
         return s + (f"_splitk{self.split_k}" if self.split_k > 1 else "")
 
     def check(self) -> None:
@@ -102,6 +107,11 @@ class GemmConfig:
             raise ValueError("split-K reduces in f32")
         if self.cluster not in (1, 2) or (self.cluster > 1 and self.schedule != "cooperative"):
             raise ValueError("clusters: 1x1, or 2x1 (cooperative) with B multicast")
+        if self.b_major not in ("K", "N") or (self.b_major == "N" and (
+                self.dtype, self.out, self.schedule, self.cluster, self.split_k) !=
+                ("bf16", "f32", "cooperative", 1, 1)):
+            raise ValueError("B is N x K (b_major K), or K x N (b_major N) for bf16 "
+                             "cooperative 1x1-cluster kernels with f32 C and no split-K")
 
 
 # `from __future__ import annotations` (needed by @proc) makes the field annotations strings,
@@ -128,7 +138,7 @@ def gemm(cfg: GemmConfig):
 def scheduled(cfg: GemmConfig) -> bool:
     """Whether the library's schedule builds ``cfg`` (else ``gemm`` writes it directly)."""
     return (cfg.schedule == "cooperative" and cfg.cluster == 1) or \
-        (cfg.out == "f32" and cfg.split_k == 1)
+        (cfg.out == "f32" and cfg.split_k == 1)  # (b_major "N" is cooperative, 1x1: check)
 
 
 def derivation(cfg: GemmConfig):
@@ -142,7 +152,7 @@ def derivation(cfg: GemmConfig):
                          "C, no split-K")
     shape = Shape(cfg.dtype, cfg.tile_n, cfg.stages)
     return schedule_library(Config(shape, cfg.tiles, cfg.out, cfg.raster, cfg.split_k,
-                                   cfg.schedule, cfg.cluster), name=cfg.name)
+                                   cfg.schedule, cfg.cluster, cfg.b_major), name=cfg.name)
 
 
 def _common(cfg: GemmConfig):
@@ -403,6 +413,9 @@ VARIANT_CONFIGS = [
     # ordered by its own CTA's ``war`` Await (the proof takes the two Await instances
     # together: holder unions, docs/semantics.md)
     GemmConfig("bf16", "f32", 256, 4, "cooperative", 2, cluster=2),
+    # B as K x N (row-major, as torch.matmul(A, B) takes it): N-major B tiles for wgmma's
+    # transposed B operand, one TMA box per 64 columns
+    GemmConfig("bf16", "f32", 256, 4, "cooperative", 2, b_major="N"),
 ]
 VARIANTS = {c.name: gemm(c) for c in VARIANT_CONFIGS}
 

@@ -22,12 +22,13 @@ def _np_type(t):
 
 def inputs(p, sizes, seed=0):
     """``(M, N, K, A, B)``: random inputs of ``p`` at ``sizes`` (standard normal, in the
-    parameters' types)."""
+    parameters' types; B is N x K, or K x N where ``p`` takes it so)."""
     rng = np.random.default_rng(seed)
     sz = dict(sizes)
     M, N, K = sz["M"], sz["N"], sz["K"]
     A = rng.standard_normal((M, K)).astype(_np_type(p.param("A").type.scalar))
-    B = rng.standard_normal((N, K)).astype(_np_type(p.param("B").type.scalar))
+    b = tuple(sz[getattr(e, "name", "")] for e in p.param("B").type.shape)
+    B = rng.standard_normal(b).astype(_np_type(p.param("B").type.scalar))
     return M, N, K, A, B
 
 

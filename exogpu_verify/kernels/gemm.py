@@ -90,12 +90,32 @@ def naive_spec(shape: Shape, tiles=1, out="f32", split_k=1, cluster=1):
     return gemm_bf16
 
 
+def naive_spec_kn(shape: Shape, tiles=1):
+    """The naive spec ``C = A @ B`` with B stored K x N (row-major, as ``torch.matmul(A,
+    B)`` takes it; f32 accumulation and C): ``C[i, j] += A[i, k] * B[k, j]``."""
+    T, NM, KB = shape.T, shape.tile_n * tiles, shape.kb
+
+    @proc
+    def gemm_kn(M: size, N: size, K: size, A: T[M, K], B: T[K, N], C: f32[M, N]):
+        assert M % 128 == 0
+        assert N % NM == 0
+        assert K % KB == 0
+        for i in seq(0, M):
+            for j in seq(0, N):
+                C[i, j] = 0.0
+                for k in seq(0, K):
+                    C[i, j] += A[i, k] * B[k, j]
+    return gemm_kn
+
+
 class Config(NamedTuple):
     """A variant: ``shape`` (input type, 128 x BN tile, stages), ``tiles`` per task, C's type
     ``out``, task-order panel height ``raster``, ``consumers``: "cooperative" (both consumer
     warpgroups on one tile, 64 rows each) or "pingpong" (tile ``j`` is warpgroup ``j % 2``'s,
     all 128 rows: f32 C, no split-K, an even number of tiles per task), ``cluster``: CTAs per
-    cluster, 1 or 2 (B multicast; cooperative, f32 C, no split-K: ``gemm_cluster``)."""
+    cluster, 1 or 2 (B multicast; cooperative, f32 C, no split-K: ``gemm_cluster``),
+    ``b_major``: "K" (B is N x K, ``C = A @ B.T``) or "N" (B is K x N, ``C = A @ B``: its
+    tiles are staged N-major for wgmma's transposed B operand; bf16, cooperative, f32 C)."""
 
     shape: Shape = Shape("bf16", 256, 4)
     tiles: int = 2
@@ -106,6 +126,7 @@ class Config(NamedTuple):
     split_k: int = 1
     consumers: str = "cooperative"
     cluster: int = 1
+    b_major: str = "K"
 
     @property
     def name(self) -> str:
@@ -113,8 +134,9 @@ class Config(NamedTuple):
         split = f"_splitk{self.split_k}" if self.split_k > 1 else ""
         sch = "pp" if self.consumers == "pingpong" else "coop"
         cl = f"_c{self.cluster}x1" if self.cluster > 1 else ""
+        kn = "_kn" if self.b_major == "N" else ""
         return (f"gemm_{s.dtype}_{self.out}_128x{s.tile_n}_s{s.stages}_{sch}_g{self.tiles}"
-                f"{cl}{split}")
+                f"{cl}{kn}{split}")
 
     def check(self) -> None:
         """Refuse what the schedule does not build, saying why."""
@@ -131,6 +153,14 @@ class Config(NamedTuple):
                                  self.split_k != 1):
             raise ValueError("the 2x1-cluster schedule builds cooperative f32-output kernels "
                              "without split-K")
+        if self.b_major not in ("K", "N"):
+            raise ValueError(f"b_major K (B is N x K) or N (B is K x N), not {self.b_major!r}")
+        if self.b_major == "N" and (self.shape.dtype != "bf16" or self.out != "f32" or
+                                    self.consumers != "cooperative" or self.cluster != 1 or
+                                    self.split_k != 1):
+            raise ValueError("B as K x N: the schedule builds bf16 (wgmma reads a transposed "
+                             "B operand in 16-bit types only), cooperative, 1x1-cluster "
+                             "kernels with f32 C and no split-K")
 
 
 DEFAULT = Config()
@@ -149,6 +179,8 @@ CLUSTER = (Config(Shape("bf16", 256, 4), 2, cluster=2),)
 
 def spec(cfg: Config):
     """The naive spec of ``cfg``: ``naive_spec`` with the size rules of its tiles and slices."""
+    if cfg.b_major == "N":
+        return naive_spec_kn(cfg.shape, cfg.tiles)
     return naive_spec(cfg.shape, cfg.tiles, cfg.out, cfg.split_k, cfg.cluster)
 
 
@@ -256,23 +288,30 @@ def _steps(cfg: Config) -> tuple:
     # --- tensor maps; A and B tiles staged through them; consumers and the zero-fill
     kernel = "before: with CudaDeviceFunction(_): _"
     p = insert_window(p, kernel, "tA", "A[:, :]", Sm90_tensorMap(128, 128, TK))
-    p = insert_window(p, kernel, "tB", "B[:, :]", Sm90_tensorMap(128, TN, TK))
+    KNB = cfg.b_major == "N"  # B is K x N: N-major tiles of 64 columns (one swizzle row)
+    p = insert_window(p, kernel, "tB", "B[:, :]", Sm90_tensorMap(128, TK, 64) if KNB else
+                      Sm90_tensorMap(128, TN, TK))
     if KS == 1:
         p = insert_window(p, kernel, "tC", "C[:, :]", Sm90_tensorMap(128, 128, W))
     k0 = f"{TK} * kt" if KS == 1 else f"{TK * KS} * kt + {TK} * s"  # the K step's first k
     p = stage_mem(p, p.find_loop("kt").body(),
                   f"tA[128 * m:128 * m + 128, {k0}:{k0} + {TK}]", "sA",
                   mem=Sm90_SmemSwizzled(128))
-    p = stage_mem(p, p.find_loop("kt").body()[-1], f"tB[{TN * G} * ng + {TN} * j:{TN * G} * "
-                  f"ng + {TN} * j + {TN}, {k0}:{k0} + {TK}]", "sB",
-                  mem=Sm90_SmemSwizzled(128))
+    bcols = f"{TN * G} * ng + {TN} * j:{TN * G} * ng + {TN} * j + {TN}"
+    p = stage_mem(p, p.find_loop("kt").body()[-1], f"tB[{k0}:{k0} + {TK}, {bcols}]" if KNB
+                  else f"tB[{bcols}, {k0}:{k0} + {TK}]", "sB", mem=Sm90_SmemSwizzled(128))
+    if KNB:  # sB[k, n] -> sB[n / 64, k, n % 64]: wgmma's N-major B, one TMA box per 64 columns
+        p = divide_dim(p, "sB : _", 1, 64)
+        p = simplify(rearrange_dim(p, "sB : _", [1, 0, 2]))
+        p = divide_loop(p, p.find("sB[_] = tB[_]").parent(), 64, ["nb", "nr"], perfect=True)
+        p = reorder_loops(p, p.find_loop("nb").parent())
     p = simplify(p)
     p = divide_loop(p, p.find_loop("kt").body()[-1], 64, ["mb" if PP else "wg", "mi"],
                     perfect=True)
     p = divide_loop(p, p.find_loop("ki"), KN, ["kk", "k"], perfect=True)
     p = reorder_loops(p, p.find_loop("kk").parent())
     p = simplify(reorder_loops(p, p.find_loop("kk").parent()))
-    p = replace(p, p.find_loop("mi"), Sm90_wgmma_ss(T, TN))
+    p = replace(p, p.find_loop("mi"), Sm90_wgmma_ss(T, TN, major_b="MN" if KNB else "K"))
     if PP:  # the m64 blocks run on warpgroup j % 2: D[j % 2] is D[wg] there
         p = _own_warpgroup(p, p.find_loop("mb"), "wg",
                            [(f"{Sm90_wgmma_ss(T, TN).name}(_)", 0)])

@@ -87,7 +87,7 @@ def spec_variant_names() -> set[str]:
         assert mod is not None, diag
         names |= {p.name for p in mod.VARIANTS.values()}
         names |= {p.name for p in getattr(mod, "UNPROVEN", {}).values()}
-    assert len(names) == 12
+    assert len(names) == 13
     return names
 
 
@@ -118,6 +118,8 @@ def test_sizes_follow_the_asserts_and_the_sanitizer_rules(plan_cases):
             assert any(k in z and z[k] != mod[k] for z in s["correct"] for k in keys)
     gemm = next(c for c in cases if c.name == "gemm_bf16_f32_128x256_s4_coop_g2")
     assert P.moduli(gemm.proc) == {"M": 128, "N": 512, "K": 64}
+    kn = next(c for c in cases if c.name.endswith("_kn"))  # B is K x N: C = A @ B
+    assert kn.recipe.op == "matmul" and kn.recipe.timed and kn.recipe.tensor_cores
     s = P.case_sizes(gemm)["sanitize_facts"]
     assert s["ring_wraps"] >= 2 and s["tasks"] >= 2 * s["ctas"]
 

@@ -193,6 +193,32 @@ def test_cluster_walkthrough_matches_the_script(ex):
     assert gen == walkthrough(ex.schedule_library(ex.CLUSTER[0]))
 
 
+def test_reaches_the_b_kn_variant(lib):
+    """B as K x N (GemmConfig(..., b_major="N"), ``C = A @ B``): the cooperative schedule
+    with B's tiles staged N-major (``sB[n / 64, k, n % 64]``: ``divide_dim`` and
+    ``rearrange_dim``), one TMA box of 64 columns per ``nb`` and wgmma's transposed B
+    operand (``..._ss_mn_b``); every step bitwise equal to the spec ``C[i, j] += A[i, k] *
+    B[k, j]``, no unsafe step, proven for all sizes; otherwise the default variant's
+    statements."""
+    from exogpu_verify.kernels.gemm import Config, schedule_library
+    cfg = Config(b_major="N")
+    steps = schedule_library(cfg)
+    final = steps[-1][1]
+    assert not any(r.unsafe for r in final.provenance)
+    assert lib.VARIANTS[cfg.name] == final
+    calls = [c[2] for c in skeleton(final)[0] if c[1] == "call"]
+    assert calls.count("wgmma_m64n256k16_f32_bf16_ss_mn_b") == 1
+    assert calls.count("tma_load_2d_bf16") == 2  # A's box, and B's inside the loop over nb
+    default = [c[2] for c in skeleton(lib.VARIANTS["gemm_bf16_f32_128x256_s4_coop_g2"])[0]
+               if c[1] == "call"]
+    assert [c.replace("_mn_b", "") for c in calls] == default
+    from gemm_steps import check_equal
+    for desc, p in steps:
+        assert check_equal(steps[0][1], p, sizes=(("M", 128), ("N", 512), ("K", 128))), desc
+    r = verify(final)
+    assert r.verdict == "proven", [str(d) for d in r.diagnostics]
+
+
 def test_every_step_bitwise_equal(ex):
     steps = ex.schedule_library()
     for k, (desc, p) in enumerate(steps):

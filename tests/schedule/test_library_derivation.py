@@ -11,6 +11,7 @@ import pytest
 from testlib import ROOT, load_path
 
 from exogpu_verify.ir import nodes as N
+from exogpu_verify.ir.printer import expr_str
 from exogpu_verify.ir.derivation import derivation, root
 
 
@@ -34,9 +35,10 @@ def _kinds(stmts, out):
 
 def test_cooperative_variants_are_scheduled_from_the_naive_matmul(lib):
     scheduled = [c for c in lib.VARIANT_CONFIGS if _scheduled(c)]
-    assert scheduled == lib.VARIANT_CONFIGS and len(scheduled) == 9
+    assert scheduled == lib.VARIANT_CONFIGS and len(scheduled) == 10
     assert sum(c.schedule == "pingpong" for c in scheduled) == 1
     assert sum(c.cluster == 2 for c in scheduled) == 1
+    assert sum(c.b_major == "N" for c in scheduled) == 1
     for cfg in scheduled:
         p = lib.VARIANTS[cfg.name]
         p1 = root(p)
@@ -45,6 +47,8 @@ def test_cooperative_variants_are_scheduled_from_the_naive_matmul(lib):
             (cfg.name, _kinds(p1.body, set()))
         assert all(isinstance(s.mode, N.Seq) for s in _loops(p1.body)), cfg.name
         assert [q.name for q in p1.params] == ["M", "N", "K", "A", "B", "C"]
+        assert [expr_str(e) for e in p1.params[4].type.shape] == \
+            (["K", "N"] if cfg.b_major == "N" else ["N", "K"]), cfg.name
         line = derivation(p)
         assert line.startswith("derived from gemm") and "kernels/gemm.py" in line, line
         unsafe = [r.name for r in p.provenance if r.unsafe]
