@@ -170,7 +170,8 @@ def _cooperative_cluster(cfg: GemmConfig):
     (``Arrive >> war[:, i]``), and the end of a task is a cluster-wide Fence (a peer may still
     multicast into this CTA's shared memory until then). Written directly: for the
     configurations the schedule does not reach (bf16 C, split-K), and the independent text
-    the scheduled 2x1-cluster kernel is compared with (tests/schedule)."""
+    the scheduled 2x1-cluster kernel is compared with
+    (tests/schedule/test_gemm_library_example.py)."""
     T, TC, KB, W = _common(cfg)
     BN, S, G, KS, R = cfg.tile_n, cfg.stages, cfg.tiles, cfg.split_k, cfg.raster
     NB, CB, NCH = BN // 8, W // 8, BN // W
@@ -287,7 +288,7 @@ def _cooperative_cluster(cfg: GemmConfig):
 def _pingpong(cfg: GemmConfig):
     """Ping-pong written directly: for the configurations the schedule does not reach (bf16
     C, split-K), and the independent text the scheduled ping-pong kernel is compared with
-    (tests/schedule/test_library_derivation.py)."""
+    (tests/schedule/test_gemm_library_example.py)."""
     T, TC, KB, W = _common(cfg)
     S, G, KS, R = cfg.stages, cfg.tiles, cfg.split_k, cfg.raster
     BN = 128                        # a 128 x 128 tile per warpgroup: two m64 blocks
