@@ -1,8 +1,8 @@
 """Every synchronization statement of a shipped GEMM is needed: deleting any one Fence,
-Arrive or Await of ``gemm_bf16_f32_128x256_s4_coop_g2``, of the 2x1-cluster
-``gemm_bf16_f32_128x256_s4_coop_g2_c2x1`` or of the ping-pong
-``gemm_bf16_f32_128x128_s4_pp_g4`` (all scheduled from the naive matmul; or the
-trailing barrier of a TMA load or multicast) gives a program that is not proven. The symbolic checker refutes each (with the
+Arrive or Await (or the trailing barrier of a TMA load or multicast) of the cooperative
+``gemm_bf16_f32_128x256_s4_coop_g2``, the 2x1-cluster ``..._c2x1``, the ping-pong
+``gemm_bf16_f32_128x128_s4_pp_g4`` or the B-as-K x N ``..._kn`` (all scheduled from the
+naive matmul) gives a program that is not proven. The symbolic checker refutes each (with the
 concrete replay confirming it), so neither checker accepts a kernel with one
 synchronization missing. (Deleting the final ``Await(tcg, cuda_in_order, 0)`` was once
 accepted by the concrete checker: tests/amir/test_coalesce_sync.py.)"""
@@ -20,7 +20,7 @@ from exogpu_verify.ir.printer import print_proc, roundtrip_env
 pytestmark = pytest.mark.slow
 
 NAMES = ("gemm_bf16_f32_128x256_s4_coop_g2", "gemm_bf16_f32_128x256_s4_coop_g2_c2x1",
-         "gemm_bf16_f32_128x128_s4_pp_g4")
+         "gemm_bf16_f32_128x128_s4_pp_g4", "gemm_bf16_f32_128x256_s4_coop_g2_kn")
 SYNC = re.compile(r"^(\s*)(Fence|Arrive|Await)\(")
 KERNELS = load_path(ROOT / "specs" / "gemm.py").VARIANTS
 
