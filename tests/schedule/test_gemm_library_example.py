@@ -90,10 +90,17 @@ def skeleton(p):
     return out, sorted(allocs)
 
 
-def test_walkthrough_matches_the_script(ex):
-    doc = (EX / "gemm_library_walkthrough.md").read_text()
-    gen = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
-    assert gen == walkthrough(ex.schedule_library())
+@pytest.mark.parametrize("doc, which", [
+    ("gemm_library_walkthrough.md", "DEFAULT"), ("gemm_library_splitk_walkthrough.md", "SPLIT"),
+    ("gemm_library_pingpong_walkthrough.md", "PINGPONG"),
+    ("gemm_library_cluster_walkthrough.md", "CLUSTER")])
+def test_walkthrough_matches_the_script(ex, doc, which):
+    """Each walk-through document is what the script prints for its variant (``--markdown``,
+    with ``--split-k 4``, ``--pingpong`` or ``--cluster``)."""
+    cfg = getattr(ex, which)
+    text = (EX / doc).read_text()
+    gen = text.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
+    assert gen == walkthrough(ex.schedule_library(cfg if which == "DEFAULT" else cfg[0]))
 
 
 @pytest.mark.parametrize("i", range(5))
@@ -131,12 +138,6 @@ def test_reaches_the_split_k_variant(ex, lib, ref, i):
     assert r.verdict == "proven", [str(d) for d in r.diagnostics]
 
 
-def test_split_k_walkthrough_matches_the_script(ex):
-    doc = (EX / "gemm_library_splitk_walkthrough.md").read_text()
-    gen = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
-    assert gen == walkthrough(ex.schedule_library(ex.SPLIT[0]))
-
-
 def test_reaches_the_pingpong_variant(ex, lib):
     """Ping-pong (GemmConfig(..., "pingpong", 4)): tile ``j`` is warpgroup ``j % 2``'s; the
     schedule reaches the statements of the kernel as written directly (``_pingpong``), every
@@ -156,12 +157,6 @@ def test_reaches_the_pingpong_variant(ex, lib):
         assert ex.check_equal(steps[0][1], p, sizes=(("M", 128), ("N", 512), ("K", 128))), desc
     r = verify(final)
     assert r.verdict == "proven", [str(d) for d in r.diagnostics]
-
-
-def test_pingpong_walkthrough_matches_the_script(ex):
-    doc = (EX / "gemm_library_pingpong_walkthrough.md").read_text()
-    gen = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
-    assert gen == walkthrough(ex.schedule_library(ex.PINGPONG[0]))
 
 
 def test_reaches_the_cluster_variant(ex, lib):
@@ -185,12 +180,6 @@ def test_reaches_the_cluster_variant(ex, lib):
         assert ex.check_equal(steps[0][1], p, sizes=(("M", 256), ("N", 512), ("K", 128))), desc
     r = verify(final)
     assert r.verdict == "proven", [str(d) for d in r.diagnostics]
-
-
-def test_cluster_walkthrough_matches_the_script(ex):
-    doc = (EX / "gemm_library_cluster_walkthrough.md").read_text()
-    gen = doc.split("<!-- BEGIN GENERATED -->\n", 1)[1].split("<!-- END GENERATED -->", 1)[0]
-    assert gen == walkthrough(ex.schedule_library(ex.CLUSTER[0]))
 
 
 def test_reaches_the_b_kn_variant(lib):
