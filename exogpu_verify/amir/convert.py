@@ -358,4 +358,7 @@ def lower_to_amir(p: N.Procedure) -> A.AmProc:
             data_params.append((prm.name, prm.mem, prm.type.shape))
     body = c.block(p.body, sc)
     ctrl = tuple(prm.name for prm in p.params if not prm.is_data)
-    return A.AmProc(p.name, ctrl, tuple(data_params), p.preds, body, p.srcinfo)
+    from .phases import add_phase_accesses
+
+    return add_phase_accesses(A.AmProc(p.name, ctrl, tuple(data_params), p.preds, body,
+                                       p.srcinfo))

@@ -718,6 +718,9 @@ class Machine:
             rec.enrolled = True
             for key, st in elems:
                 st.pending.append((rec, st.arrives, lvl))
+                # on the record too: a part record split later (``split_for_sync``) hands
+                # the enrollment to the split-off parts (``adopt``), which this Arrive caught
+                rec.pending.append((key, st.arrives, lvl))
         if self.cfg is not None:
             # an mbarrier phase expects, from each CTA, the threads of ONE Arrive statement
             # (codegen's init count sums that statement's threads, times the CTAs it

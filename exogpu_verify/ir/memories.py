@@ -149,6 +149,11 @@ def Sm90_tensorMap(swizzle: int, *box: int) -> Memory:
                   _freeze(RAM_QUALS))
 
 
+#: the physical mbarriers of a ring as the checkers see them (``amir/phases.py``): accesses on
+#: the one qual ``mbar``, which every synchronization timeline orders in full. Never a user
+#: memory: the checkers add one such variable per mbarrier ring.
+MbarrierPhases = _mem("MbarrierPhases", "mbar", "cuda", cuda_cta_in_cluster, MBARRIER_QUALS)
+
 # abstract parameter memories for instruction libraries
 CudaBasicSmem = Memory("CudaBasicSmem", (), "abstract", "none", None, _freeze(RAM_QUALS),
                        accepts=frozenset({"smem"}), abstract=True)

@@ -23,6 +23,7 @@ import islpy as isl
 
 from ..amir.convert import lower_to_amir
 from ..amir.reuse import smem_reused_by_async
+from ..ir.memories import MbarrierPhases
 from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation
@@ -171,12 +172,15 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
         # a lazy access (wgmma_zero) touches nothing: it neither supersedes nor is checked
         kills = [a for a in accs if a.mode in ("write", "rw") and not a.quals[0].lazy]
         for A in accs:
-            yield _bounds(A, decl, enc, ms)
+            if decl.mem is not MbarrierPhases:  # in range by construction (amir/phases.py)
+                yield _bounds(A, decl, enc, ms)
             if time.perf_counter() > deadline:
                 raise Timeout
             for B in accs:
                 kind, need = _conflict_kind(A, B)
                 if kind is None or B.quals[0].lazy:
+                    continue
+                if decl.mem is MbarrierPhases and _same_role(A, B):
                     continue
                 if A.kernel != B.kernel or A.kernel is None:
                     _cross_phase(A, B)
@@ -212,6 +216,13 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
 
 
 TEMPORAL_NEED = "temporal"
+
+
+def _same_role(A: Event, B: Event) -> bool:
+    """Two accesses of a ring's physical phases (``amir/phases.py``) that never share a cell
+    but in the same instance: both an arriver's own lap (one arriver id, every waiter id) or
+    both a waiter's or next arriver's claim on a lap (every arriver id, one waiter id)."""
+    return A.box[-2][0] == B.box[-2][0]
 
 
 def _conflict_kind(A: Event, B: Event):

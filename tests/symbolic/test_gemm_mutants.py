@@ -58,3 +58,27 @@ def test_deleting_one_synchronization_is_refuted(name, i, text):
         return
     r = verify(q, mode="symbolic", timeout_s=600)
     assert r.verdict == "refuted", (print_proc(p).splitlines()[i].strip(), r.summary())
+
+
+def _shallow(name: str, depth: int) -> list[str]:
+    lines = print_proc(KERNELS[name]).splitlines()
+    [i] = [i for i, ln in enumerate(lines) if ln.lstrip().startswith("raw: barrier[")]
+    assert "ring_buffer_by(4)" in lines[i], lines[i]
+    return lines[:i] + [lines[i].replace("ring_buffer_by(4)", f"ring_buffer_by({depth})")] + \
+        lines[i + 1:]
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_raw_ring_shallower_than_the_stages_is_refuted(name, depth):
+    """Four SMEM stages and the producer up to four loads ahead: ``raw`` with fewer than four
+    mbarriers lets a load's ``expect_tx`` and Arrive reuse an mbarrier whose previous phase
+    may still wait for its copy (docs/semantics.md, "Physical phases of an mbarrier ring").
+    Both checkers accepted these before they checked the physical phases."""
+    p = KERNELS[name]
+    q = parse_proc_source("\n".join(_shallow(name, depth)), roundtrip_env(p), file="<shallow>",
+                          instr_info=p.instr)
+    r = verify(q, mode="symbolic", timeout_s=600)
+    assert r.verdict == "refuted", r.summary()
+    assert "raw (physical mbarriers of ring_buffer_by" in r.diagnostics[0].message, \
+        r.diagnostics[0].message
