@@ -26,6 +26,12 @@ def hazard_hint(rec, later, kind: str, proxy_free: bool = False) -> str | None:
     """The fix for a hazard between earlier record ``rec`` and the later access event
     ``later`` (None for a free; ``proxy_free`` when the free needs the async proxy's view)."""
     q_old, q_new = _q0(rec.event), _q0(later)
+    if "(physical mbarriers of ring_buffer_by" in (rec.var or ""):
+        return ("the ring reuses this hardware mbarrier (slot = running index mod depth) for "
+                "a later lap before the earlier lap's phase has completed: make the ring at "
+                "least as deep as the stages its producer runs ahead (ring_buffer_by), or "
+                "order the later lap's Arrive/copy/Await after the earlier lap's Await "
+                "(docs/semantics.md, \"Physical phases of an mbarrier ring\")")
     generic_then_async = rec.prx is not None and (
         proxy_free or (q_new is not None and q_new.proxy == "async"))
     if generic_then_async:

@@ -57,6 +57,7 @@ def test_a_ring_shallower_than_the_pipeline_is_refuted(depth):
                 earlier="tma_load_ph(64, buf[k % 4")
     assert f"full (physical mbarriers of ring_buffer_by({depth}))" in d.message, d.message
     assert "Arrive on full" in d.message and "tma_load_ph" in d.message, d.message
+    assert "at least as deep as the stages its producer runs ahead" in d.hint, d.hint
 
 
 @pytest.mark.parametrize("depth", [1, 2])
