@@ -4,28 +4,28 @@
 The checkers index an mbarrier ring by its *virtual* index; the code generator maps running
 index ``r = v - k`` (``k`` pre-arrived indices) to physical slot ``r mod d`` and waits on the
 phase parity ``(r / d) & 1`` (``ring_buffer_by(d)``). Virtual indices ``r`` and ``r + d``
-therefore share one hardware mbarrier, in consecutive phases, and the hardware gives three
+therefore share one hardware mbarrier, in consecutive phases, and the hardware gives two
 more obligations the virtual view does not:
 
 * (a) every Arrive, and every copy completing on the barrier (its ``expect_tx``), of index
   ``r + d`` happens after phase ``r`` completed (else it counts into phase ``r``);
 * (b) every Await of ``r + d`` happens after phase ``r`` completed (else its parity wait can
-  pass on phase ``r - d``'s completion: it reads data not yet there);
-* (c) every Await of ``r`` happens before phase ``r + d`` completes (else the parity it waits
-  for has gone by: a hang).
+  pass on phase ``r - d``'s completion: it reads data not yet there).
 
-``add_phase_accesses`` states them as accesses of one more variable per ring, ``z#phases``
-(memory ``MbarrierPhases``, whose one qual ``mbar`` every synchronization timeline orders in
-full): cells ``(c..., x, a, w)`` with ``c`` the ring element's other coordinates, ``x`` a
-running index shifted by ``d``, ``a`` an arriver id (Arrive statement or completing copy and
-its thread-loop iterators) and ``w`` a waiter id (Await statement and its iterators, or
-``NW + a`` for the arriver ``a`` of the next lap). Before an Arrive by ``a`` on ``r``: writes
-of ``(r + d, a, *)`` and ``(r, *, NW + a)``; after an Await by ``w`` on ``r``: writes of
-``(r, *, w)`` and ``(r + 2d, *, w)``; a copy ``a`` completing on ``r`` *reads* the Arrive's
-two boxes (copies of one statement in a loop complete on one index together: reads do not
-conflict with each other; the copy's phase ``r`` is complete once any Await of ``r``
-returned, which (c) then orders). Same-index accesses never share a cell, so the conflicts
-are exactly (a), (b) and (c) between adjacent laps of one lifetime of the ring, each an
+(A waiter lapped by phase ``r + d`` before it waits for ``r`` waits on a parity that came
+round again: it waits longer, never shorter; a possible hang, not a race, and not checked.)
+
+``add_phase_accesses`` states (a) and (b) as accesses of one more variable per ring,
+``z#phases`` (memory ``MbarrierPhases``, whose one qual ``mbar`` every synchronization
+timeline orders in full): cells ``(c..., x, a, w)`` with ``c`` the ring element's other
+coordinates, ``x`` a running index shifted by ``d``, ``a`` an arriver id (Arrive statement or
+completing copy, and its thread-loop iterators) and ``w`` a waiter id (Await statement and its
+iterators) or ``NW + a`` for the arriver ``a`` of the next lap. Before an Arrive by ``a`` on
+``r``: writes of ``(r + d, a, *)`` (its lap) and ``(r, *, NW + a)`` (its claim on the previous
+lap); after an Await by ``w`` on ``r``: a write of ``(r, *, w)``; a copy ``a`` completing on
+``r`` *reads* the Arrive's two boxes (copies of one statement in a loop complete on one index
+together, and reads do not conflict with each other). Same-index accesses never share a cell,
+so the conflicts are (a) and (b) between adjacent laps of one lifetime of the ring, each an
 ordinary ordering obligation of the existing rules. Indices that are pre-arrived or out of
 range get no access (the ring's own rules report those).
 
@@ -184,6 +184,14 @@ def _await_boxes(r: _Ring, ref, wid):
     return (_box(ref, r, ("pt", run), all_a, ("pt", wid)),)
 
 
+def _arriver(r: _Ring, ref, s, mode: str, instr_tl, trailing: tuple, what: str) -> list:
+    """The phase accesses of arriver ``s`` (an Arrive, or a copy completing on ``ref``)."""
+    aid = _id_expr(r, "arrivers", s)
+    acc = [A.AmAccess(r.name, b, mode, instr_tl, trailing, s.srcinfo, s.path, what)
+           for b in _arrive_boxes(r, ref, aid)]
+    return _guarded(ref, r, acc, s.path, s.srcinfo)
+
+
 def _disp(r: _Ring) -> str:
     return r.alloc.display or r.alloc.name
 
@@ -214,14 +222,11 @@ def _rewrite(stmts, rings: dict) -> tuple:
             pre = []
             for ref in s.targets:
                 r = rings.get(ref.name)
-                if r is None:
-                    continue
-                aid = _id_expr(r, "arrivers", s)
-                what = (f"Arrive on {_disp(r)} (its physical mbarrier, slot = running index "
-                        f"mod {r.depth}, must have completed the previous lap's phase)")
-                acc = [A.AmAccess(r.name, b, "write", cuda_in_order_instr, (), s.srcinfo,
-                                  s.path, what) for b in _arrive_boxes(r, ref, aid)]
-                pre += _guarded(ref, r, acc, s.path, s.srcinfo)
+                if r is not None:
+                    what = (f"Arrive on {_disp(r)} (its physical mbarrier, slot = running "
+                            f"index mod {r.depth}, must have completed the previous lap's "
+                            "phase)")
+                    pre += _arriver(r, ref, s, "write", cuda_in_order_instr, (), what)
             out += pre + [s]
         elif t is A.AmAwait:
             out.append(s)
@@ -229,8 +234,7 @@ def _rewrite(stmts, rings: dict) -> tuple:
             if r is not None:
                 wid = _id_expr(r, "waiters", s)
                 what = (f"Await on {_disp(r)} (a parity wait on its physical mbarrier, "
-                        f"ring_buffer_by({r.depth}): after the previous lap's phase, before "
-                        f"the next lap's)")
+                        f"ring_buffer_by({r.depth}): after the previous lap's phase)")
                 acc = [A.AmAccess(r.name, b, "write", cuda_in_order_instr, (), s.srcinfo,
                                   s.path, what) for b in _await_boxes(r, s.target, wid)]
                 out += _guarded(s.target, r, acc, s.path, s.srcinfo)
@@ -239,14 +243,10 @@ def _rewrite(stmts, rings: dict) -> tuple:
             out.append(s)
             for ref in s.barriers:
                 r = rings.get(ref.name)
-                if r is None:
-                    continue
-                aid = _id_expr(r, "arrivers", s)
-                what = (f"{s.what}, completing on {_disp(r)} (its physical mbarrier, "
-                        f"ring_buffer_by({r.depth}))")
-                acc = [A.AmAccess(r.name, b, "read", s.instr_tl, (ref,), s.srcinfo, s.path,
-                                  what) for b in _arrive_boxes(r, ref, aid)]
-                out += _guarded(ref, r, acc, s.path, s.srcinfo)
+                if r is not None:
+                    what = (f"{s.what}, completing on {_disp(r)} (its physical mbarrier, "
+                            f"ring_buffer_by({r.depth}))")
+                    out += _arriver(r, ref, s, "read", s.instr_tl, (ref,), what)
         else:
             out.append(s)
     return tuple(out)
