@@ -199,6 +199,26 @@ def test_isl_printed_form_is_equivalent(n, derandomize):
 
 # ------------------------------------------------------------------------ fixed cases
 
+#: a set the slow step's random examples once produced: isl reads it for many minutes
+SLOW_TO_READ = (
+    '[N] -> { [a0, a1] : 1 <= N <= 12 and -6 <= a0 <= 9 and -6 <= a1 <= 9 and (((exists (k74 '
+    ': -8 <= k74 <= 8 and (((((a1 + 1) - floor(((N + (3 * (N))))/3))) mod 2) = ((-3*N + a1) +'
+    ' floor(((((N + a0)) mod 4))/5)) = ((3 * (a1)) - 0)))) or (((a0 - floor(((floor((((-1) - '
+    '(-3)))/3) + (-3)))/2)) != ((a1 - (-3 * (a0))) - (-3 * (a0))) > a1) or (N = ((-4) + (((3 '
+    '- floor((a1 * 3)/3))) mod 2))))) and (not (exists (k18 : -8 <= k18 <= 8 and ((3 - (((flo'
+    'or((a1 * 1)/2) + N)) mod 5)) >= ((k18 - 3*a1) + floor((floor((((-4) + 5))/3))/3)) = ((fl'
+    'oor(((((-2) + (-1)) - a1))/4) - ((((((3*k18 - 3*N)) mod 4) - a1)) mod 5)) - floor(((k18 '
+    '- floor(((1 + a0 * 3))/4)))/2))))))) }')
+
+
+def test_a_set_isl_cannot_read_within_its_budget_is_rejected_not_waited_for():
+    from hypothesis.errors import Unsatisfiable
+
+    with pytest.raises(Unsatisfiable):  # its one example rejected after ~4 s of isl
+        _property(1, True, st.just(SLOW_TO_READ), _printed_form)
+    assert isl.DEFAULT_CONTEXT.get_max_operations() == 0  # the budget is lifted again
+
+
 
 @pytest.mark.parametrize("text,empty", [
     ("[N] -> { [i] : 0 <= i < N and i >= N }", True),
