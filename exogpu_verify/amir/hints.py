@@ -22,11 +22,13 @@ def _q0(event):
     return quals[0] if quals else None
 
 
-def hazard_hint(rec, later, kind: str, proxy_free: bool = False) -> str | None:
+def hazard_hint(rec, later, kind: str, proxy_free: bool = False,
+                phases: bool = False) -> str | None:
     """The fix for a hazard between earlier record ``rec`` and the later access event
-    ``later`` (None for a free; ``proxy_free`` when the free needs the async proxy's view)."""
+    ``later`` (None for a free; ``proxy_free`` when the free needs the async proxy's view;
+    ``phases`` when the variable is a ring's physical mbarrier phases, ``amir/phases.py``)."""
     q_old, q_new = _q0(rec.event), _q0(later)
-    if "(physical mbarriers of ring_buffer_by" in (rec.var or ""):
+    if phases:
         return ("the ring reuses this hardware mbarrier (slot = running index mod depth) for "
                 "a later lap before the earlier lap's phase has completed: make the ring at "
                 "least as deep as the stages its producer runs ahead (ring_buffer_by), or "

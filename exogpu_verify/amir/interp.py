@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import time
 
-from ..ir.memories import BarrierMechanism, Memory
+from ..ir.memories import BarrierMechanism, MbarrierPhases, Memory
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
 from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event, Record,
@@ -494,7 +494,8 @@ class Machine:
             raise Hazard(kind, v.name, rec.box, rec.event, ev_new,
                          f"no synchronization gives {who} executing thread '{need}' visibility "
                          f"of the earlier access on {' or '.join(q.name for q in quals)}",
-                         hint=hazard_hint(rec, ev_new, kind))
+                         hint=hazard_hint(rec, ev_new, kind,
+                                          phases=v.mem is MbarrierPhases))
 
         lazy = quals[0].lazy  # touches nothing now: checked at the access it prepares
         if v.fams and not lazy:  # batched records (batch.py) on this box
