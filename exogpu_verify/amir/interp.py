@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import time
 
-from ..ir.memories import BarrierMechanism, MbarrierPhases, Memory
+from ..ir.memories import PHASE_MEMORIES, BarrierMechanism, Memory
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
 from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event, Record,
@@ -85,6 +85,9 @@ class Machine:
         self.async_reuse = smem_reused_by_async(am)
         self.cluster_barrier = ClusterBarrier()  # barrier.cluster arrives pending per task
         self.ring_usage: dict = {}  # mbarrier ring -> (elements in use, first free)
+        #: (ring, task) -> {pre-arrived element key: state}: the last lifetime's Arrives on
+        #: ``extent + v`` that the next lifetime's Awaits on ``v`` wait for (``continues``)
+        self.ring_tail: dict = {}
         #: variables never mutated anywhere: reads of them cannot take part in a hazard
         #: (reads are only checked against later mutations and, for SMEM, frees)
         self.read_only = frozenset()
@@ -375,6 +378,8 @@ class Machine:
                 else:
                     self.block(s.body)
                 self.cluster_barrier.end_task(self.task)
+                for k in [k for k in self.ring_tail if k[1] == self.task]:
+                    del self.ring_tail[k]
                 # nothing inside the kernel can synchronize a finished task's records any
                 # more, but the kernel-exit stream fence must still reach them
                 done = self.index.pop(self.task, None)
@@ -424,15 +429,20 @@ class Machine:
     def alloc(self, s: A.AmAlloc):
         shape = tuple(ev(e, self.env) for e in s.shape)
         if isinstance(s.mem, BarrierMechanism):
+            elems = self.ring_tail.pop((s.name, self.task), None) if s.continues else None
             self.barriers[s.name] = {"mech": s.mem, "shape": shape, "ring": s.ring,
-                                     "elems": {}, "display": s.display, "src": s.srcinfo}
+                                     "elems": elems or {}, "display": s.display,
+                                     "src": s.srcinfo, "continues": s.continues}
             return
         st = self.vars[s.name] = VarState(s.display or s.name, s.mem, shape, self.task)
         st.untracked_reads = s.name not in self._mutated and not s.mem.is_shared
 
     def free(self, s: A.AmFree):
         if s.name in self.barriers:
-            check_ring_balance(self, self.barriers.pop(s.name), s)
+            b = self.barriers.pop(s.name)
+            check_ring_balance(self, b, s)
+            if b.get("continues"):
+                self._keep_tail(s.name, b)
             return
         v = self.vars.pop(s.name, None)
         if v is None:
@@ -443,6 +453,25 @@ class Machine:
         for rec in list(v.mutates) + list(v.reads):
             self._unregister(rec)
             rec.dead = True
+
+    def _keep_tail(self, name: str, b: dict) -> None:
+        """The next lifetime of a ring that ``continues`` (the next iteration of the seq loop
+        allocating it, in this task) runs on the same physical mbarriers with the running
+        index continued: its Await on a pre-arrived index ``v`` waits for this lifetime's
+        Arrives on ``extent + v`` (when that index is not pre-arrived itself)."""
+        pre = b["mech"].pre_arrive
+        [d] = [k for k, r in enumerate(b["ring"]) if r is not None]
+        ext = b["shape"][d]
+        tail = {}
+        for key, st in b["elems"].items():
+            i = key[1][d]
+            if ext <= i < ext + pre and i >= pre:
+                idx = key[1][:d] + (i - ext,) + key[1][d + 1:]
+                st.ctas = {}   # a new phase: its Arrives, if any, are counted anew
+                st.pre = True  # (the index is pre-arrived in the new lifetime)
+                st.base = st.arrives
+                tail[(name, idx)] = st
+        self.ring_tail[(name, self.task)] = tail
 
     def _elem_name(self, key) -> str:
         b = self.barriers.get(key[0])
@@ -495,7 +524,7 @@ class Machine:
                          f"no synchronization gives {who} executing thread '{need}' visibility "
                          f"of the earlier access on {' or '.join(q.name for q in quals)}",
                          hint=hazard_hint(rec, ev_new, kind,
-                                          phases=v.mem is MbarrierPhases))
+                                          phases=v.mem in PHASE_MEMORIES))
 
         lazy = quals[0].lazy  # touches nothing now: checked at the access it prepares
         if v.fams and not lazy:  # batched records (batch.py) on this box
@@ -554,7 +583,7 @@ class Machine:
             v.last_read = (s, task, mask, new)
         for b in s.barriers:
             for key, st in self._elements(b):
-                new.pending.append((key, st.arrives, FULL))
+                new.pending.append((st, st.arrives, FULL))
                 st.pending.append((new, st.arrives, FULL))
                 st.trailing.append((new, st.arrives))
 
@@ -612,11 +641,10 @@ class Machine:
         store.add(nr)
         for t in nr.tasks() | {task}:
             self._register(nr, t)
-        for key, count, lvl in nr.pending:
-            b = self.barriers.get(key[0])
-            st = b["elems"].get(key) if b is not None else None
-            if st is not None:
-                st.pending.append((nr, count, lvl))
+        for st, count, lvl in nr.pending:
+            # the element state itself: after the free of its barrier, a new lifetime's
+            # element of the same index is another phase (a continued ring hands its state on)
+            st.pending.append((nr, count, lvl))
 
     # ------------------------------------------------------------ synchronization
     def _fence_bits(self, full1, temp1, full2, temp2, task, mask, proxy=True, srcinfo=None):
@@ -721,7 +749,7 @@ class Machine:
                 st.pending.append((rec, st.arrives, lvl))
                 # on the record too: a part record split later (``split_for_sync``) hands
                 # the enrollment to the split-off parts (``adopt``), which this Arrive caught
-                rec.pending.append((key, st.arrives, lvl))
+                rec.pending.append((st, st.arrives, lvl))
         if self.cfg is not None:
             # an mbarrier phase expects, from each CTA, the threads of ONE Arrive statement
             # (codegen's init count sums that statement's threads, times the CTAs it

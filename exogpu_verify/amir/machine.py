@@ -353,10 +353,11 @@ class VarState:
 class BarrierState:
     """One barrier element: arrive count and the records waiting on it."""
 
-    __slots__ = ("arrives", "pending", "kind", "pre", "awaited", "trailing", "ctas")
+    __slots__ = ("arrives", "pending", "kind", "pre", "awaited", "trailing", "ctas", "base")
 
     def __init__(self, kind: str, pre: bool):
         self.arrives = 1 if pre else 0
+        self.base = self.arrives  # arrivals before this lifetime (a pre-arrived index)
         self.ctas: dict = {}  # mbarriers: arriving CTA -> the Arrive event (one-shot)
         self.pending: list = []  # (record, count, level)
         self.trailing: list = []  # (record, arrive count when the instruction was issued)

@@ -70,6 +70,10 @@ class AmAlloc:
     srcinfo: SrcInfo = SRC
     path: tuple | None = field(default=None, compare=False, repr=False)
     display: str = ""
+    #: an mbarrier ring whose next lifetime continues its running index (``phases.py``):
+    #: it is allocated directly in a seq loop of a task, so the next iteration's Awaits on
+    #: pre-arrived indices ``v`` wait on this lifetime's Arrives on ``extent + v``
+    continues: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,11 +125,15 @@ class Elem:
 
 
 class BarrierInst:
-    __slots__ = ("name", "mech", "shape", "ring", "elems", "uid")
+    __slots__ = ("name", "mech", "shape", "ring", "elems", "uid", "site", "base")
 
-    def __init__(self, name, mech: BarrierMechanism, shape, ring, uid: int):
+    def __init__(self, name, mech: BarrierMechanism, shape, ring, uid: int, site=None,
+                 base: int = 0):
         self.name, self.mech, self.shape, self.ring, self.uid = name, mech, shape, ring, uid
         self.elems: dict = {}
+        #: the allocation statement, and the running index this lifetime starts at: the code
+        #: generator continues an allocation's mbarriers from one lifetime to the next
+        self.site, self.base = site, base
 
 
 class KernelTrace:
@@ -153,6 +157,7 @@ class Tracer:
         #: barrier uid -> {(statement, non-thread iterators, element): arriving threads}
         self.arrive_groups: dict[int, dict] = {}
         self.slots: dict = {}
+        self.site_base: dict = {}  # (allocation statement, task) -> next lifetime's base
 
     def trace(self, s: N.With, E: dict, V: dict, T: dict, M: dict) -> KernelTrace:
         self.kt = KernelTrace(s.ctx)
@@ -245,22 +250,24 @@ class Tracer:
 
     def place(self, b: BarrierInst, idx: tuple, el: Elem) -> None:
         """The physical slot and wait parity of a virtual index, as the code generator
-        lowers rings: running index j = v - pre_arrive, slot j % depth, parity
-        (j / depth) & 1; an Await on a pre-arrived index (j < 0) does not wait."""
+        lowers rings: running index j = v - pre_arrive + base (``base``: the virtual indices
+        of the allocation's earlier lifetimes in this task), slot j % depth, parity
+        (j / depth) & 1; an Await with j < 0 does not wait. Without a ring, one phase per
+        lifetime: parity base & 1."""
         phys = list(idx)
         j = None
         for d, depth in enumerate(b.ring):
             if depth is not None:
-                j = idx[d] - b.mech.pre_arrive
+                j = idx[d] - b.mech.pre_arrive + b.base
                 phys[d] = j % depth
                 break
-        key = (b.uid, tuple(phys))
+        key = (b.site, self.task, tuple(phys))
         slot = self.slots.get(key)
         if slot is None:
             slot = self.slots[key] = Slot(b.uid)
         el.slot = slot
         if j is None:
-            el.parity = 0
+            el.parity = b.base & 1
         else:
             el.parity = None if j < 0 else (j // depth) & 1
 
@@ -281,8 +288,13 @@ class Tracer:
             elif isinstance(s, N.BarrierAlloc):
                 self.uid += 1
                 shape = tuple(self.ev(d.extent, E, V) for d in s.dims)
-                B = {**B, s.name: BarrierInst(s.name, s.mech, shape,
-                                              tuple(d.ring_depth for d in s.dims), self.uid)}
+                ring = tuple(d.ring_depth for d in s.dims)
+                key = (id(s), self.task)
+                base = self.site_base.get(key, 0)
+                rdims = [k for k, r in enumerate(ring) if r is not None]
+                self.site_base[key] = base + (shape[rdims[0]] if rdims else 1)
+                B = {**B, s.name: BarrierInst(s.name, s.mech, shape, ring, self.uid, id(s),
+                                              base)}
             elif isinstance(s, N.WindowStmt):
                 V = {**V, s.name: self.view(s.rhs, E, V)}
                 T = {**T, s.name: T[s.rhs.name]}

@@ -39,7 +39,7 @@ import dataclasses
 
 from ..ir import nodes as N
 from ..ir.affine import const_value
-from ..ir.memories import BarrierMechanism, MbarrierPhases
+from ..ir.memories import BarrierMechanism, MbarrierPhases, MbarrierWaits
 from ..ir.timelines import cuda_in_order_instr
 from ..ir.types import bool_, index
 from . import nodes as A
@@ -72,16 +72,87 @@ class _Ring:
     na: int = 0
     nw: int = 0
     ids: dict = dataclasses.field(default_factory=dict)  # id(stmt) -> (base, strides)
+    #: the innermost task loop whose body holds the phase variable (None: the phase
+    #: variable lives beside the ring, one lifetime at a time, and its free orders it)
+    task: object = None
+    #: the seq loop whose body allocates the ring (its iterations are consecutive
+    #: lifetimes of one task), or None (at most one lifetime per task)
+    life: object = None
+    copies: bool = False  # some copy completes on the ring
 
     @property
     def name(self) -> str:
         return self.alloc.name + "#phases"
+
+    @property
+    def waits(self) -> str:
+        return self.alloc.name + "#waits"
+
+    @property
+    def extent(self):
+        return _c(1) if self.dim is None else self.alloc.shape[self.dim]
+
+    def index(self, ref):
+        """The ref's ring index, as a point expression (0 for a single-phase mbarrier), or
+        None for an interval."""
+        if self.dim is None:
+            return _c(0)
+        w = ref.idx[self.dim]
+        return w[1] if w[0] == "pt" else None
+
+    @property
+    def continues(self) -> bool:
+        """The next lifetime's Awaits on pre-arrived indices are real waits on this
+        lifetime's last Arrives (module docstring); modelled where no copy completes on the
+        ring (the copy-after-Arrive rule is stated for awaited elements of one lifetime)."""
+        return self.life is not None and self.pre > 0 and not self.copies
+
+    @property
+    def single(self) -> bool:
+        """One lap per lifetime and at most one lifetime per task: the only lap pairs are
+        across tasks, ordered by the end-of-task rule alone (one access per arrival)."""
+        if self.life is not None:
+            return False
+        e = const_value(self.extent)
+        return e is not None and e <= self.depth
+
+    def lifetime(self):
+        """The lifetime coordinate of the phase cells: 0, or the lifetime loop's count."""
+        if self.life is None:
+            return _c(0)
+        return _add(N.Read(self.life.iter, (), index), -const_value(self.life.lo)) \
+            if const_value(self.life.lo) is not None else \
+            _bin("-", N.Read(self.life.iter, (), index), self.life.lo)
+
+    def lifetimes(self):
+        if self.life is None:
+            return _c(1)
+        lo, hi = const_value(self.life.lo), const_value(self.life.hi)
+        if lo is not None and hi is not None:
+            return _c(max(hi - lo, 1))
+        return _bin("-", self.life.hi, self.life.lo)
+
+    def hops(self) -> list[int]:
+        """Lifetimes ``h >= 1`` ahead where the next lap of an index may fall: index ``r``'s
+        next lap ``r + d`` lies ``h`` lifetimes of ``E`` indices on, at ``r + d - h E``."""
+        if self.life is None:
+            return []
+        top = self.depth
+        lo, hi = const_value(self.life.lo), const_value(self.life.hi)
+        if lo is not None and hi is not None:
+            top = min(top, hi - lo - 1)
+        e = const_value(self.extent)
+        if e is not None and e > 0:
+            top = min(top, 1 + (self.depth - 1) // e)
+        return list(range(1, top + 1))
 
 
 def _ring_of(s: A.AmAlloc):
     if not isinstance(s.mem, BarrierMechanism) or s.mem.kind != "mbarrier":
         return None
     dims = [i for i, d in enumerate(s.ring) if d is not None]
+    if not dims:  # one phase per lifetime: a ring of extent 1 and depth 1 over lifetimes
+        return _Ring(s, None, 1, 0)
     if len(dims) != 1:
         return None
     return _Ring(s, dims[0], s.ring[dims[0]], s.mem.pre_arrive)
@@ -98,20 +169,59 @@ def _id_terms(loops) -> tuple:
     return tuple(out)
 
 
-def _collect(stmts, rings: dict, loops: list):
+def _reads(e, name: str) -> bool:
+    """Does control expression ``e`` read ``name`` (or anything it cannot tell)?"""
+    if isinstance(e, N.Const):
+        return False
+    if isinstance(e, N.Read):
+        return bool(e.idx) or e.name == name
+    if isinstance(e, N.BinOp):
+        return _reads(e.lhs, name) or _reads(e.rhs, name)
+    if isinstance(e, N.UnOp):
+        return _reads(e.arg, name)
+    return True
+
+
+def _place(r: _Ring, task, chain: list) -> None:
+    """Where the ring's lifetimes sit in its task: the phase variable spans the task when the
+    ring is allocated at most once per task (only Ifs and CudaWarps between the task loop and
+    the allocation) or once per iteration of one seq loop directly holding it (only Ifs and
+    CudaWarps above that loop), whose extent does not depend on the loop. Otherwise it lives
+    beside the ring (its free then orders every lap before the next lifetime)."""
+    if task is None:
+        return
+    outer = [c for c in chain if type(c) not in (A.AmIf, A.AmWarps)]
+    if not outer:
+        r.task = task
+        return
+    if len(outer) == 1 and chain[-1] is outer[0] and outer[0].kind == "seq":
+        life = outer[0]
+        if any(_reads(e, life.iter) for e in r.alloc.shape):
+            return
+        r.task, r.life = task, life
+
+
+def _collect(stmts, rings: dict, loops: list, task=None, chain=()):
     for s in stmts:
         t = type(s)
         if t is A.AmAlloc:
             r = _ring_of(s)
             if r is not None:
+                _place(r, task, list(chain))
                 rings[s.name] = r
         elif t is A.AmFor:
-            _collect(s.body, rings, loops + [s] if s.kind == "threads" else loops)
+            if s.kind == "task" and s.innermost_task:
+                _collect(s.body, rings, loops, s, ())
+            else:
+                _collect(s.body, rings, loops + [s] if s.kind == "threads" else loops,
+                         task, chain + (s,))
         elif t is A.AmIf:
-            _collect(s.body, rings, loops)
-            _collect(s.orelse, rings, loops)
-        elif t in (A.AmKernel, A.AmWarps):
-            _collect(s.body, rings, loops)
+            _collect(s.body, rings, loops, task, chain + (s,))
+            _collect(s.orelse, rings, loops, task, chain + (s,))
+        elif t is A.AmKernel:
+            _collect(s.body, rings, loops, task, chain)
+        elif t is A.AmWarps:
+            _collect(s.body, rings, loops, task, chain + (s,))
         elif t is A.AmArrive:
             for ref in s.targets:
                 if ref.name in rings:
@@ -123,6 +233,7 @@ def _collect(stmts, rings: dict, loops: list):
             for ref in s.barriers:  # a copy completing on the ring: its destination write
                 if ref.name in rings:
                     rings[ref.name].arrivers.append((s, _id_terms(loops)))
+                    rings[ref.name].copies = True
 
 
 def _number(r: _Ring) -> None:
@@ -149,51 +260,135 @@ def _id_expr(r: _Ring, attr: str, s):
     return e
 
 
-def _box(ref: A.AmBarrierRef, r: _Ring, x, a, w):
-    """Box of ``r.name`` over the ref's other coordinates and (x, a, w)."""
+def _box(ref: A.AmBarrierRef, r: _Ring, ell, x, a, w):
+    """Box of ``r.name`` over lifetime ``ell``, the ref's other coordinates and (x, a, w)."""
     out = [w_ for i, w_ in enumerate(ref.idx) if i != r.dim]
-    return tuple(out) + (x, a, w)
+    return (("pt", ell),) + tuple(out) + (("pt", x), a, w)
 
 
-def _guarded(ref: A.AmBarrierRef, r: _Ring, accesses: list, path, si) -> list:
-    """The accesses, run only where the ring index is a running index in range (the ring's
-    own rules report the others)."""
-    w = ref.idx[r.dim]
-    if w[0] != "pt":
+def _and(conds: list):
+    out = conds[0]
+    for c in conds[1:]:
+        out = _bin("and", out, c, bool_)
+    return out
+
+
+def _when(conds: list, accesses: list, s) -> list:
+    if not conds or not accesses:
+        return list(accesses)
+    return [A.AmIf(_and(conds), tuple(accesses), (), s.srcinfo, s.path)]
+
+
+def _in_range(r: _Ring, v) -> list:
+    """The ring index ``v`` is a running index in range (the ring's own rules report the
+    others)."""
+    if r.dim is None:
         return []
-    v = w[1]
-    hi = _add(r.alloc.shape[r.dim], r.pre)
-    cond = _bin("and", _bin(">=", v, _c(r.pre), bool_), _bin("<", v, hi, bool_), bool_)
-    return [A.AmIf(cond, tuple(accesses), (), si, path)]
+    return [_bin(">=", v, _c(r.pre), bool_), _bin("<", v, _add(r.extent, r.pre), bool_)]
 
 
-def _arrive_boxes(r: _Ring, ref, aid):
-    v = ref.idx[r.dim][1]
-    run = _add(v, -r.pre)
-    full_w = ("iv", _c(0), _c(r.nw + r.na))
-    all_a = ("iv", _c(0), _c(r.na))
-    nxt = ("pt", _bin("+", aid, _c(r.nw)))
-    return (_box(ref, r, ("pt", _add(run, r.depth)), ("pt", aid), full_w),
-            _box(ref, r, ("pt", run), all_a, nxt))
-
-
-def _await_boxes(r: _Ring, ref, wid):
-    v = ref.idx[r.dim][1]
-    run = _add(v, -r.pre)
-    all_a = ("iv", _c(0), _c(r.na))
-    return (_box(ref, r, ("pt", run), all_a, ("pt", wid)),)
+def _hop(r: _Ring, x, h: int):
+    """``x - h E``."""
+    e = r.extent
+    if const_value(e) is not None:
+        return _add(x, -h * const_value(e))
+    return _bin("-", x, e if h == 1 else _bin("*", _c(h), e))
 
 
 def _arriver(r: _Ring, ref, s, mode: str, instr_tl, trailing: tuple, what: str) -> list:
-    """The phase accesses of arriver ``s`` (an Arrive, or a copy completing on ``ref``)."""
+    """The phase accesses of arriver ``s`` (an Arrive, or a copy completing on ``ref``): on
+    ``z#phases`` its lap (the next lap's Arrives and copies conflict with it there, in this
+    lifetime or ``h`` lifetimes on) and its claim on the previous lap; on ``z#waits`` its lap
+    again (the next lap's Awaits conflict with it there)."""
+    v = r.index(ref)
+    if v is None:
+        return []
+    run = _add(v, -r.pre)
     aid = _id_expr(r, "arrivers", s)
-    acc = [A.AmAccess(r.name, b, mode, instr_tl, trailing, s.srcinfo, s.path, what)
-           for b in _arrive_boxes(r, ref, aid)]
-    return _guarded(ref, r, acc, s.path, s.srcinfo)
+    ell = r.lifetime()
+    every_a = ("iv", _c(0), _c(r.na))
+    every_w = ("iv", _c(0), _c(r.nw))
+
+    def acc(var, box):
+        return A.AmAccess(var, box, mode, instr_tl, trailing, s.srcinfo, s.path, what)
+
+    def laps(x, ell_x):
+        return [acc(r.name, _box(ref, r, ell_x, x, ("pt", aid), every_a)),
+                acc(r.waits, _box(ref, r, ell_x, x, ("pt", aid), every_w))]
+
+    if r.single:
+        return _when(_in_range(r, v), laps(_add(run, r.depth), ell)[:1], s)
+    out = _when(_in_range(r, v), laps(_add(run, r.depth), ell) +
+                [acc(r.name, _box(ref, r, ell, run, every_a, ("pt", aid)))], s)
+    for h in r.hops():
+        x = _hop(r, _add(run, r.depth), h)
+        conds = _in_range(r, v) + [
+            _bin(">=", x, _c(0), bool_),
+            _bin("<", _add(N.Read(r.life.iter, (), index), h), r.life.hi, bool_)]
+        out += _when(conds, laps(x, _add(ell, h)), s)
+    return out
+
+
+def _awaiter(r: _Ring, s: A.AmAwait) -> list:
+    """The phase accesses of Await ``s``: its claim on the lap it waits for, on ``z#waits``;
+    on a ring that continues, an Await on a pre-arrived index ``v`` after the first lifetime
+    waits for the previous lifetime's index ``E + v`` (when that is not pre-arrived itself)."""
+    ref = s.target
+    v = r.index(ref)
+    if v is None or r.single:
+        return []
+    wid = _id_expr(r, "waiters", s)
+    every_a = ("iv", _c(0), _c(r.na))
+    what = (f"Await on {_disp(r)} (a parity wait on its physical mbarrier: after the "
+            "previous lap's phase completed)")
+
+    def acc(box):
+        return A.AmAccess(r.waits, box, "write", cuda_in_order_instr, (), s.srcinfo, s.path,
+                          what)
+
+    ell = r.lifetime()
+    out = _when(_in_range(r, v), [acc(_box(ref, r, ell, _add(v, -r.pre), every_a,
+                                          ("pt", wid)))], s)
+    if r.continues:
+        x = _add(_bin("+", v, r.extent), -r.pre)
+        conds = [_bin(">=", v, _c(0), bool_), _bin("<", v, _c(r.pre), bool_),
+                 _bin(">=", x, _c(0), bool_),
+                 _bin(">", N.Read(r.life.iter, (), index), r.life.lo, bool_)]
+        out += _when(conds, [acc(_box(ref, r, _add(ell, -1), x, every_a, ("pt", wid)))], s)
+    return out
 
 
 def _disp(r: _Ring) -> str:
     return r.alloc.display or r.alloc.name
+
+
+def _phys(r: _Ring) -> str:
+    if r.dim is None:
+        return f"{_disp(r)} (its physical mbarrier, one phase per lifetime)"
+    return f"{_disp(r)} (physical mbarriers of ring_buffer_by({r.depth}))"
+
+
+def _waits(r: _Ring) -> str:
+    if r.dim is None:
+        return f"{_disp(r)} (parity waits on its physical mbarrier, one phase per lifetime)"
+    return f"{_disp(r)} (parity waits on the physical mbarriers of ring_buffer_by({r.depth}))"
+
+
+def _phase_allocs(r: _Ring, s) -> tuple:
+    shape = (r.lifetimes(),) + tuple(e for i, e in enumerate(r.alloc.shape) if i != r.dim) + \
+        (_add(r.extent, 2 * r.depth + r.pre), _c(r.na))
+    phases = A.AmAlloc(r.name, shape + (_c(r.na),), MbarrierPhases, (), s.srcinfo, s.path,
+                       _phys(r))
+    if r.single:
+        return (phases,)
+    return (phases, A.AmAlloc(r.waits, shape + (_c(r.nw),), MbarrierWaits, (), s.srcinfo,
+                              s.path, _waits(r)))
+
+
+def _phase_frees(r: _Ring, s) -> tuple:
+    if r.single:
+        return (A.AmFree(r.name, s.srcinfo, s.path),)
+    return (A.AmFree(r.name, s.srcinfo, s.path), A.AmFree(r.waits, s.srcinfo, s.path))
 
 
 def _rewrite(stmts, rings: dict) -> tuple:
@@ -201,7 +396,12 @@ def _rewrite(stmts, rings: dict) -> tuple:
     for s in stmts:
         t = type(s)
         if t is A.AmFor:
-            out.append(dataclasses.replace(s, body=_rewrite(s.body, rings)))
+            body = _rewrite(s.body, rings)
+            if s.kind == "task" and s.innermost_task:
+                mine = [r for r in rings.values() if r.task is s]
+                body = (tuple(a for r in mine for a in _phase_allocs(r, s)) + body +
+                        tuple(f for r in mine for f in _phase_frees(r, s)))
+            out.append(dataclasses.replace(s, body=body))
         elif t is A.AmIf:
             out.append(dataclasses.replace(s, body=_rewrite(s.body, rings),
                                            orelse=_rewrite(s.orelse, rings)))
@@ -209,15 +409,13 @@ def _rewrite(stmts, rings: dict) -> tuple:
             out.append(dataclasses.replace(s, body=_rewrite(s.body, rings)))
         elif t is A.AmAlloc and s.name in rings:
             r = rings[s.name]
-            shape = [e for i, e in enumerate(s.shape) if i != r.dim]
-            x = _add(s.shape[r.dim], 2 * r.depth + r.pre)
-            out.append(s)
-            out.append(A.AmAlloc(r.name, tuple(shape) + (x, _c(r.na), _c(r.nw + r.na)),
-                                 MbarrierPhases, (), s.srcinfo, s.path,
-                                 f"{_disp(r)} (physical mbarriers of ring_buffer_by({r.depth}))"))
+            out.append(dataclasses.replace(s, continues=True) if r.continues else s)
+            if r.task is None:
+                out += _phase_allocs(r, s)
         elif t is A.AmFree and s.name in rings:
             out.append(s)
-            out.append(A.AmFree(rings[s.name].name, s.srcinfo, s.path))
+            if rings[s.name].task is None:
+                out += _phase_frees(rings[s.name], s)
         elif t is A.AmArrive:
             pre = []
             for ref in s.targets:
@@ -232,12 +430,7 @@ def _rewrite(stmts, rings: dict) -> tuple:
             out.append(s)
             r = rings.get(s.target.name)
             if r is not None:
-                wid = _id_expr(r, "waiters", s)
-                what = (f"Await on {_disp(r)} (a parity wait on its physical mbarrier, "
-                        f"ring_buffer_by({r.depth}): after the previous lap's phase)")
-                acc = [A.AmAccess(r.name, b, "write", cuda_in_order_instr, (), s.srcinfo,
-                                  s.path, what) for b in _await_boxes(r, s.target, wid)]
-                out += _guarded(s.target, r, acc, s.path, s.srcinfo)
+                out += _awaiter(r, s)
         elif t is A.AmAccess and s.mode != "read" and any(ref.name in rings
                                                            for ref in s.barriers):
             out.append(s)
@@ -256,10 +449,7 @@ def add_phase_accesses(am: A.AmProc) -> A.AmProc:
     """``am`` with the physical-phase accesses of its mbarrier rings (module docstring)."""
     rings: dict = {}
     _collect(am.body, rings, [])
-    # a ring no longer than its depth has one lap per lifetime: nothing to check
-    rings = {k: r for k, r in rings.items() if (r.arrivers or r.waiters) and not (
-        const_value(r.alloc.shape[r.dim]) is not None
-        and const_value(r.alloc.shape[r.dim]) <= r.depth)}
+    rings = {k: r for k, r in rings.items() if r.arrivers or r.waiters}
     if not rings:
         return am
     for r in rings.values():

@@ -18,6 +18,7 @@ barrier, and the splitting of part records, kept apart from the interpreter loop
 
 from __future__ import annotations
 
+from ..ir.memories import MbarrierPhases
 from ..ir.timelines import QUAL_TLS
 from . import nodes as A
 from .evaluate import CheckError, Hazard
@@ -28,6 +29,7 @@ from .threads import range_mask
 _FREE_BITS = (QUAL_TLS["c2"].bit, QUAL_TLS["aret"].bit)
 _VIEW_BITS = (QUAL_TLS["aret"].bit,)
 _RMEM_BITS = (QUAL_TLS["c1"].bit,)
+_MBAR_BITS = (QUAL_TLS["mbar"].bit,)
 
 
 def check_free(m, v, s: A.AmFree) -> None:
@@ -52,6 +54,21 @@ def check_free(m, v, s: A.AmFree) -> None:
             raise Hazard("free without sync", v.name, rec.box, rec.event,
                          m.event(s.srcinfo, f"free of {v.name} (end of its block)"), why,
                          hint=hazard_hint(rec, None, "free", proxy))
+    elif v.mem is MbarrierPhases:
+        # the physical mbarriers of a ring live on into the next task of the persistent
+        # kernel (codegen continues their phases): every lap of this task completes and is
+        # awaited before the task ends, for every thread of the cluster (``phases.py``)
+        cluster = range_mask(0, m.cfg.blockDim * m.cfg.clusterDim)
+        for rec in list(v.mutates) + list(v.reads) + list(v.fams or ()):
+            if rec.has(TEMPORAL, _MBAR_BITS, m.task, cluster, False):
+                continue
+            raise Hazard("free without sync", v.name, rec.box, rec.event,
+                         m.event(s.srcinfo, f"end of the task's use of {v.name}"),
+                         "the mbarrier phase is not complete and ordered before the end of "
+                         "the task for every thread of the cluster: the next task of the "
+                         "persistent kernel continues on the same physical mbarriers",
+                         hint="await every phase (the copies that complete on it included) "
+                              "and end the task with a CTA/cluster Fence")
     elif v.mem.async_registers:
         cluster = range_mask(0, m.cfg.blockDim * m.cfg.clusterDim)
         for rec in list(v.mutates) + list(v.reads) + list(v.fams or ()):
@@ -134,17 +151,19 @@ def check_ring_balance(m, b: dict, s: A.AmFree) -> None:
     instances per index, over-complete phases. Awaits only poll, so they are not counted,
     but they put an element in use."""
     mech = b["mech"]
-    ring = b["ring"]
-    if mech.kind != "mbarrier" or not ring or all(r is None for r in ring):
+    ring = b["ring"] or ()
+    if mech.kind != "mbarrier":
         return
-    pre = mech.pre_arrive
+    # an mbarrier without a ring dimension has one phase per lifetime: every element in use
+    # completes it (codegen advances its phase base at the end of every lifetime as well)
     rdims = [d for d, r in enumerate(ring) if r is not None]
+    pre = mech.pre_arrive if rdims else 0
     groups: dict = {}
     for key, st in b["elems"].items():
         idx = key[1]
         outer = tuple(x for d, x in enumerate(idx) if d not in rdims)
         inner = tuple(idx[d] for d in rdims)
-        groups.setdefault(outer, {})[inner] = st.arrives - (1 if st.pre else 0)
+        groups.setdefault(outer, {})[inner] = st.arrives - st.base
     name = b["display"] or s.name
 
     def elem(outer, inner=None) -> str:
@@ -162,13 +181,14 @@ def check_ring_balance(m, b: dict, s: A.AmFree) -> None:
         where = f" (task ({first[1]}))" if first[1] else ""
         raise CheckError(
             "barrier-usage", f"{elem(o)} is {now} of {name} but {then}{where}: codegen "
-            "advances the phases of every element of a ring at the end of each lifetime, so "
+            "advances the phases of every element of an mbarrier allocation at the end of "
+            "each lifetime, so "
             "an element used in some lifetimes and not in others is out of phase when it is "
             "used again", s.srcinfo,
-            hint="use the same elements of the ring in every lifetime (e.g. not under a "
+            hint="use the same elements of the barrier in every lifetime (e.g. not under a "
                  "condition on a task iterator), or give each use its own barrier")
     counts = set()
-    span = b["shape"][rdims[0]] + pre
+    span = b["shape"][rdims[0]] + pre if rdims else 1
     for outer, seen in groups.items():
         inners = [()]
         for d in rdims:
@@ -186,8 +206,8 @@ def check_ring_balance(m, b: dict, s: A.AmFree) -> None:
                 if not n:
                     raise CheckError(
                         "barrier-usage", f"{where} is never arrived on before {name} is "
-                        f"freed: every virtual index in [0, {span}) of a ring element in use "
-                        "must complete its phase in every lifetime, or the physical mbarrier "
+                        f"freed: every virtual index in [0, {span}) of an element in use must "
+                        "complete its phase in every lifetime, or the physical mbarrier "
                         "is left a phase behind for the next task", s.srcinfo,
                         hint="add the missing Arrive (e.g. the final release of the last "
                              "slot after the loop)")

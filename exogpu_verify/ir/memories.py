@@ -151,8 +151,13 @@ def Sm90_tensorMap(swizzle: int, *box: int) -> Memory:
 
 #: the physical mbarriers of a ring as the checkers see them (``amir/phases.py``): accesses on
 #: the one qual ``mbar``, which every synchronization timeline orders in full. Never a user
-#: memory: the checkers add one such variable per mbarrier ring.
+#: memory: the checkers add one such variable per mbarrier (its arrivals: each lap's before
+#: the next lap's, and all of a task's before its end) and one ``MbarrierWaits`` (each lap's
+#: arrivals before the next lap's parity waits).
 MbarrierPhases = _mem("MbarrierPhases", "mbar", "cuda", cuda_cta_in_cluster, MBARRIER_QUALS)
+MbarrierWaits = _mem("MbarrierWaits", "mbar", "cuda", cuda_cta_in_cluster, MBARRIER_QUALS)
+#: the memories of the variables ``amir/phases.py`` adds
+PHASE_MEMORIES = (MbarrierPhases, MbarrierWaits)
 
 # abstract parameter memories for instruction libraries
 CudaBasicSmem = Memory("CudaBasicSmem", (), "abstract", "none", None, _freeze(RAM_QUALS),

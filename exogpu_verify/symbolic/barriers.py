@@ -146,6 +146,8 @@ def ring_balance(b: Builder, enc: Encoder, name, decl, ms):
     if isl.Set(f"{enc.pstr} -> {{ [{', '.join(ls + ws)}] : {enc.context} and ({touched_w}) }}"
                ).is_empty():
         return
+    if not rdims:
+        pre = 0  # CudaMbarrierPreArrive counts ring indices only
     if pre:
         low = (f"{space} : {enc.context} and ({arrived}) and ("
                + " or ".join(f"z{d} < {pre}" for d in rdims) + ") }")

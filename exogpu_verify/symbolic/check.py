@@ -23,7 +23,7 @@ import islpy as isl
 
 from ..amir.convert import lower_to_amir
 from ..amir.reuse import smem_reused_by_async
-from ..ir.memories import MbarrierPhases
+from ..ir.memories import PHASE_MEMORIES, MbarrierPhases
 from ..ir.nodes import Procedure
 from .events import Event, Unsupported, collect_events
 from .obligations import NEED, Builder, Obligation
@@ -172,7 +172,7 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
         # a lazy access (wgmma_zero) touches nothing: it neither supersedes nor is checked
         kills = [a for a in accs if a.mode in ("write", "rw") and not a.quals[0].lazy]
         for A in accs:
-            if decl.mem is not MbarrierPhases:  # in range by construction (amir/phases.py)
+            if decl.mem not in PHASE_MEMORIES:  # in range by construction (amir/phases.py)
                 yield _bounds(A, decl, enc, ms)
             if time.perf_counter() > deadline:
                 raise Timeout
@@ -180,7 +180,7 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
                 kind, need = _conflict_kind(A, B)
                 if kind is None or B.quals[0].lazy:
                     continue
-                if decl.mem is MbarrierPhases and _same_role(A, B):
+                if decl.mem in PHASE_MEMORIES and _same_role(A, B):
                     continue
                 if A.kernel != B.kernel or A.kernel is None:
                     _cross_phase(A, B)
@@ -204,7 +204,7 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
             yield from once
             # a ring whose elements already take two Arrive statements is refuted above;
             # its arrival counts need no further (and no weaker) argument
-            if any(r is not None for r in decl.ring) and all(ob.empty for ob in once):
+            if all(ob.empty for ob in once):  # (one phase per lifetime without a ring)
                 yield from ring_balance(b, enc, name, decl, ms)
 
     for e in prog.events:
@@ -351,6 +351,9 @@ def _pair(b: Builder, enc: Encoder, A, B, kind, need, decl, rank, mask, kills, m
         if decl.mem.async_registers:
             # registers of an asynchronous instruction: its accesses complete before reuse
             E2, conv2 = frozenset({_q("c1").bit}), True
+        elif decl.mem is MbarrierPhases:
+            # the next task continues on the physical mbarriers (amir/phases.py)
+            E2, conv2 = frozenset({_q("mbar").bit}), False
         elif async_reuse and is_generic(A):
             E2, conv2 = frozenset({_q("aret").bit}), False
         else:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..amir import nodes as A
 from ..ir import nodes as N
 from ..ir.affine import NotAffine, check_quasi_affine, cond_to_isl_str, to_isl_str
-from ..ir.memories import BarrierMechanism
+from ..ir.memories import BarrierMechanism, MbarrierPhases
 from ..ir.timelines import access_in_order, cuda_in_order_instr
 
 
@@ -81,6 +81,9 @@ class VarDecl:
     #: the allocation statement's enclosing loops and guards (its lifetimes)
     loops: tuple = ()
     guards: tuple = ()
+    #: an mbarrier ring continued by the next iteration of the seq loop allocating it
+    #: (``AmAlloc.continues``)
+    continues: bool = False
 
 
 @dataclass
@@ -174,12 +177,15 @@ def collect_events(am: A.AmProc, info) -> Program:
                 decls[s.name] = VarDecl(s.name, s.mem, shape, len(loops),
                                         barrier=isinstance(s.mem, BarrierMechanism),
                                         ring=s.ring, kernel=kernel, display=s.display or s.name,
-                                        loops=tuple(loops), guards=tuple(guards))
+                                        loops=tuple(loops), guards=tuple(guards),
+                                        continues=s.continues)
             elif t is A.AmFree:
                 d = decls.get(s.name)
                 if d is not None and not d.barrier and kernel is not None and \
-                        (d.mem.is_shared or d.mem.async_registers):
+                        (d.mem.is_shared or d.mem.async_registers or d.mem is MbarrierPhases):
                     what = (f"free of {d.display} (end of its block)" if d.mem.is_shared
+                            else f"end of the task's use of {d.display}"
+                            if d.mem is MbarrierPhases
                             else f"end of the registers of {d.display}")
                     ev.append(Event("free", uid(), mapping=mapping_of(s, kernel), var=s.name,
                                     what=what, **base))

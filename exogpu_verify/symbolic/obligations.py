@@ -181,6 +181,8 @@ class Builder:
         elem_q = self.same_element(r, pr, w, pw)
         base = f"{same} and {elem_q} and {enc.before(r, pr, w, pw)}"
         if decl.mem.kind != "commit":
+            if decl.continues:
+                return f"(({base}) or {self._continued(r, pr, w, pw, decl)})"
             return f"({base})"
         # a commit group belongs to the executing collective: same threads on both sides
         base += f" and {enc.cover(r, pr, w, pw, False)} and {enc.cover(w, pw, r, pr, False)}"
@@ -201,6 +203,32 @@ class Builder:
         alts = [self._newer(r, pr, w, pw, list(seq), True)
                 for seq in itertools.product(arrs, repeat=w.N)]
         return f"({base} and ({' or '.join(alts)}))"
+
+    def _continued(self, r: Event, pr: str, w: Event, pw: str, decl) -> str:
+        """Arrive instance r, in the previous lifetime of a ring that continues (the previous
+        iteration of the seq loop allocating it), is on index ``E + v`` of the element whose
+        pre-arrived index ``v`` Await instance w waits on: the running index goes on from
+        one lifetime to the next (``amir/phases.py``, ``AmAlloc.continues``)."""
+        enc = self.enc
+        d = decl.depth
+        if d < 1 or enc.common(r, w) < d:
+            return "(1 = 0)"
+        tgt = w.targets[0]
+        nz = len(decl.shape)
+        [k] = [i for i, x in enumerate(decl.ring) if x is not None]
+        pre = decl.mem.pre_arrive
+        ext = enc.ex(decl.shape[k], w, pw)
+        zs = [f"z{pr}{pw}c{i}" for i in range(nz)]
+        ys = [f"y{pr}{pw}c{i}" for i in range(nz)]
+        shift = " and ".join(f"{ys[i]} = {zs[i]} + {ext}" if i == k else f"{ys[i]} = {zs[i]}"
+                             for i in range(nz))
+        rel = " or ".join(f"({enc.barrier_elems(t, r, pr, ys)})" for t in r.targets
+                          if t.name == tgt.name) or "1 = 0"
+        elem = (f"exists ({', '.join(zs + ys)} : {enc.barrier_elems(tgt, w, pw, zs)} and "
+                f"{zs[k]} < {pre} and {zs[k]} + {ext} >= {pre} and {shift} and ({rel}))")
+        step = f"{pr}{d - 1} + 1 = {pw}{d - 1}"
+        return (f"({enc.same_prefix(r, pr, w, pw, d - 1)} and {step} and {elem} and "
+                f"{enc.before(r, pr, w, pw)})")
 
     def same_element(self, r: Event, pr: str, w: Event, pw: str) -> str:
         """Arrive instance r targets the element of w's barrier that w awaits."""

@@ -284,6 +284,7 @@ def ring_touched(N: size, C: f32[N] @ CudaGmemLinear):
                 Await(z[0], cuda_in_order, 0)
                 if task == 0:
                     Arrive(cuda_in_order) >> z[1]
+            Fence(cuda_in_order, cuda_in_order)
 """
 
 #: Symbolic PROVES, concrete REFUTES (here the concrete machine is the one that is wrong:
