@@ -354,6 +354,12 @@ def _pingpong(cfg: GemmConfig):
                                 with CudaWarps(name="consumer"):
                                     for wg in cuda_threads(0, 2, unit=cuda_warpgroup):
                                         if wg == j % 2:
+                                            if j >= 1 and k == 0:
+                                                # the other warpgroup's mainloop is done
+                                                # (its raw phases complete: see the
+                                                # scheduled kernel, pingpong_sync)
+                                                Await(carry[j - 1, (K / (KB * KS) - 1) % S],
+                                                      cuda_temporal, 0)
                                             Await(raw[k], cuda_generic_and_async_proxy, 0)
                                             Fence(wgmma_fence_1, wgmma_fence_2)
                                             for mb in seq(0, 2):

@@ -464,7 +464,7 @@ class _Scheduler:
             what = f"{KIND_NAMES[inst.kind]} at {inst.where()}"
             if inst.kind == AWAIT and self.hw and inst.elem.slot is not None:
                 sl = inst.elem.slot
-                what += (f" (mbarrier slot waits for a phase of parity {inst.elem.parity}; "
+                what += (f" (on {inst.elem.key}: mbarrier slot waits for a phase of parity {inst.elem.parity}; "
                          f"{sl.phases} phase(s) completed, {sl.pending} arrival(s) of "
                          f"{self.kt.counts.get(sl.uid, '?')} in the current one)")
             elif inst.kind == AWAIT:

@@ -427,10 +427,12 @@ def _rewrite(stmts, rings: dict) -> tuple:
                     pre += _arriver(r, ref, s, "write", cuda_in_order_instr, (), what)
             out += pre + [s]
         elif t is A.AmAwait:
-            out.append(s)
+            # before the Await: a parity wait is issued there, and passes at once if the
+            # previous lap's phase has not completed (its own virtual match orders nothing)
             r = rings.get(s.target.name)
             if r is not None:
                 out += _awaiter(r, s)
+            out.append(s)
         elif t is A.AmAccess and s.mode != "read" and any(ref.name in rings
                                                            for ref in s.barriers):
             out.append(s)

@@ -63,10 +63,13 @@ def check_free(m, v, s: A.AmFree) -> None:
             if rec.has(TEMPORAL, _MBAR_BITS, m.task, cluster, False):
                 continue
             raise Hazard("free without sync", v.name, rec.box, rec.event,
-                         m.event(s.srcinfo, f"end of the task's use of {v.name}"),
+                         m.event(s.srcinfo, f"end of the lifetime of {v.name}"),
                          "the mbarrier phase is not complete and ordered before the end of "
-                         "the task for every thread of the cluster: the next task of the "
-                         "persistent kernel continues on the same physical mbarriers",
+                         "its lifetime for every thread of the cluster: the next lifetime "
+                         "(the next task of the persistent kernel) continues on the same "
+                         "physical mbarriers, so its arrivals could count into this phase, or "
+                         "complete the next one before this lifetime's waiters waited (they "
+                         "would then miss their parity and hang)",
                          hint="await every phase (the copies that complete on it included) "
                               "and end the task with a CTA/cluster Fence")
     elif v.mem.async_registers:

@@ -413,6 +413,14 @@ def pingpong_sync(p, step, cfg: Config, tma_out):
              "(war), one arrive on raw[kt]", _producer_sync(p, cfg))
     mb = p.find_loop("mb")
     p = insert_await(p, mb.before(), "raw[kt]", cuda_generic_and_async_proxy, 0)
+    # the tile's first stages reuse the raw mbarriers of the previous tile's last stages,
+    # which the other warpgroup consumes: a parity wait on raw[kt] must not start before
+    # that phase completed (else it passes on the phase before). So the warpgroup starts
+    # its tile once the other one's mainloop is done (its last carry release, after its
+    # wgmmas completed): the ping-pong order of the two warpgroups' mainloops
+    p = insert_await(p, p.forward(mb).prev().before(), f"carry[j - 1, (K / {TK} - 1) % {S}]",
+                     cuda_temporal, 0)
+    p = add_if(p, p.forward(mb).prev().prev(), "j >= 1 and kt == 0")
     p = insert_fence(p, p.forward(mb).before(), wgmma_fence_1, wgmma_fence_2)
     p = insert_arrive(p, p.forward(mb).after(), wgmma_async, "cg[wg]")
     commit = p.forward(mb).next()

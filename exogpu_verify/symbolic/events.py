@@ -184,7 +184,7 @@ def collect_events(am: A.AmProc, info) -> Program:
                 if d is not None and not d.barrier and kernel is not None and \
                         (d.mem.is_shared or d.mem.async_registers or d.mem is MbarrierPhases):
                     what = (f"free of {d.display} (end of its block)" if d.mem.is_shared
-                            else f"end of the task's use of {d.display}"
+                            else f"end of the lifetime of {d.display}"
                             if d.mem is MbarrierPhases
                             else f"end of the registers of {d.display}")
                     ev.append(Event("free", uid(), mapping=mapping_of(s, kernel), var=s.name,

@@ -17,6 +17,7 @@ import pytest
 
 from exogpu_verify import verify
 from exogpu_verify.amir import check_sync_concrete
+from exogpu_verify.amir.oracle import OracleDeadlock
 from rule_helpers import oracle_same, program, proven, refuted
 
 #: a 4-stage TMA ring allocated once per iteration of ``j``: the producer of lifetime j + 1
@@ -182,7 +183,7 @@ def test_a_task_whose_arrival_may_lap_the_next_task_is_refuted():
     r = verify(program(src))
     assert r.verdict == "refuted", r.summary()
     d = r.diagnostics[0]
-    assert "end of the task's use of z" in d.message, d.message
+    assert "end of the lifetime of z" in d.message, d.message
     assert "next task" in " ".join(d.notes) + (d.hint or ""), (d.notes, d.hint)
     v, diags, _w, _ = check_sync_concrete(program(src), r.sizes)
     assert v == "refuted" and diags[0].message == d.message
@@ -265,3 +266,58 @@ def test_a_ring_in_nested_loops_orders_each_lifetime_before_the_next(sync):
     else:
         assert r.verdict == "refuted", r.summary()
         assert "full (physical mbarriers" in r.diagnostics[0].message
+
+
+#: two consumer warps take turns (lifetime j is warp j % 2's, like the ping-pong GEMM's
+#: warpgroups); ``done[j]`` tells the producer, and with WAIT the next consumer, that
+#: lifetime j is consumed
+LATE_WAITER = """
+def late(A: f32[4, 2, 64] @ CudaGmemLinear, C: f32[4, 2, 64] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=96):
+        for task in cuda_tasks(0, 1):
+            buf: f32[4, 2, 64] @ CudaSmemLinear
+            done: barrier[4 @ ring_buffer_by(2)] @ CudaMbarrier
+            for j in seq(0, 4):
+                full: barrier[2 @ ring_buffer_by(2)] @ CudaMbarrier
+                for k in seq(0, 2):
+                    with CudaWarps(0, 1):
+                        if j >= 1 and k == 0:
+                            Await(done[j - 1], cuda_temporal, 0)
+                        for t in cuda_threads(0, 1, unit=cuda_thread):
+                            tma_load_ph(64, buf[j, k, 0:64], A[j, k, 0:64]) >> full[k]
+                            Arrive(cuda_temporal) >> full[k]
+                    with CudaWarps(1, 3):
+                        for w in cuda_threads(0, 2, unit=cuda_warp):
+                            if w == j % 2:
+WAIT
+                                Await(full[k], cuda_in_order, 0)
+                                for t in cuda_threads(0, 32, unit=cuda_thread):
+                                    C[j, k, t] = buf[j, k, t]
+                                    C[j, k, 32 + t] = buf[j, k, 32 + t]
+                                if k == 1:
+                                    Arrive(cuda_in_order) >> done[j]
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
+"""
+
+_ORDERED = (" " * 32 + "if j >= 1 and k == 0:\n" + " " * 36 + "Await(done[j - 1], cuda_temporal, 0)\n")
+
+
+def test_a_waiter_that_starts_a_lifetime_late_is_refuted():
+    """The warp of lifetime j + 1 idles through lifetime j and then waits on full(j + 1, 0):
+    the same hardware mbarrier as full(j, 0), whose phase may not have completed. Its parity
+    wait then passes on the phase before, and it reads the tile before the copy lands (the
+    shipped ping-pong GEMM had this bug: tests/amir/test_oracle.py caught it once the oracle
+    continued phases across lifetimes). The phase obligation is checked where the wait is
+    issued, before the Await: its own virtual match orders nothing."""
+    src = LATE_WAITER.replace("WAIT\n", "")
+    d = refuted(src, "Await(full[k], cuda_in_order, 0)", "hazard", {},
+                earlier="tma_load_ph(64, buf[j, k")
+    assert "full (parity waits on the physical mbarriers of ring_buffer_by(2))" in d.message, \
+        d.message
+    with pytest.raises((AssertionError, OracleDeadlock)):  # the hardware model sees it too
+        oracle_same(program(src), {}, seeds=5)
+
+
+def test_a_waiter_ordered_after_the_previous_lifetime_is_proven():
+    p = proven(LATE_WAITER.replace("WAIT\n", _ORDERED), [{}])
+    oracle_same(p, {})
