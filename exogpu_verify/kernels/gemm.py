@@ -430,7 +430,8 @@ def pingpong_sync(p, step, cfg: Config, tma_out):
     rel = p.forward(wait1).next()
     p = insert_arrive(p, rel.after(), cuda_in_order, f"carry[j, (kt - 1) % {S}]")
     p = add_if(p, p.forward(rel).next(), f"kt - 1 >= K / {TK} - {S}")
-    p = step("consumer synchronization (the tile's warpgroup): wait for raw[kt], "
+    p = step("consumer synchronization (the tile's warpgroup): start after the other "
+             "warpgroup's mainloop (its last carry release), wait for raw[kt], "
              "wgmma.fence, commit, one group in flight; release the previous stage (war) and, "
              "for the tile's last stages, hand them to the next tile (carry)",
              add_if(p, span(p.forward(wait1), p.forward(rel).next()), "kt >= 1"))
