@@ -171,6 +171,12 @@ def _obligations(prog, enc: Encoder, deadline: float, async_reuse=frozenset()):
         mask = _mask(decl.mem)
         # a lazy access (wgmma_zero) touches nothing: it neither supersedes nor is checked
         kills = [a for a in accs if a.mode in ("write", "rw") and not a.quals[0].lazy]
+        if decl.mem in PHASE_MEMORIES:
+            # every lap pair of a ring's physical phases is ordered by synchronization, none
+            # by a later lap's write hiding the earlier one: stricter than the concrete
+            # machine (which supersedes), and a fifth of the ping-pong GEMM's isl time spent
+            # on candidates that almost never met anything (bench/RESULTS.md, 2026-12-06)
+            kills = []
         for A in accs:
             if decl.mem not in PHASE_MEMORIES:  # in range by construction (amir/phases.py)
                 yield _bounds(A, decl, enc, ms)

@@ -91,7 +91,9 @@ class Builder:
         self.arrives = [e for e in evs if e.kind == "arrive"]
         self.awaits = [e for e in evs if e.kind == "await"]
         self._may_follow: dict = {}
+        self._may_follow_text: dict = {}
         self._maps: dict = {}
+        self._map_text: dict = {}
         #: skip candidate edges that cannot apply (``may_follow``) and candidates that meet
         #: nothing (``Candidate.quick``); off while re-checking (``check.replaying``)
         self.filtering = True
@@ -118,14 +120,22 @@ class Builder:
             text = (f"{enc.pstr} -> {{ [{', '.join(dims)}] : {enc.context} and "
                     f"{enc.dom(h, 'h')} and {enc.dom(s, 'q')} and "
                     f"{enc.before(h, 'h', s, 'q')}{share} }}")
-            self._may_follow[key] = not isl.Set(text).is_empty()
+            # events of one block often give one text (the physical-phase accesses of an
+            # Arrive, amir/phases.py): isl reads each text once
+            found = self._may_follow_text.get(text)
+            if found is None:
+                found = self._may_follow_text[text] = not isl.Set(text).is_empty()
+            self._may_follow[key] = found
         return self._may_follow[key]
 
     # ------------------------------------------------------------ relations (cached)
     def _map(self, key, text: str) -> isl.Map:
         m = self._maps.get(key)
         if m is None:
-            m = self._maps[key] = isl.Map(text)
+            m = self._map_text.get(text)  # another key of the same text: isl objects are
+            if m is None:                 # immutable, so one serves both
+                m = self._map_text[text] = isl.Map(text)
+            self._maps[key] = m
         return m
 
     def edge_rel(self, src: Event, ps: str, kind: str, s1: Event, s2: Event, pre: str,
