@@ -53,17 +53,18 @@ import time
 from ..ir.memories import PHASE_MEMORIES, BarrierMechanism, Memory
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
-from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, BarrierState, Event, Record,
+from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, Event, Record,
                       VarState, contains, subtract)
 from .hints import hazard_hint
+from .barrier_ops import BarrierOps
 from .reuse import smem_reused_by_async
 from .rules import ClusterBarrier, check_free, check_ring_balance, split_for_sync
 from .threads import CollectiveError, bits, range_mask, tile, warps
 from . import batch as B
 from . import replay as R
 from .evaluate import (_FREE_BITS, _IN_ORDER_BITS, _LAUNCH_L1, _STREAM_BITS,  # noqa: F401
-                       CheckError, Hazard, _bits, _free_names, _mutated_names, _ref_values,
-                       _ref_values_slow, _sync_bits, _sync_bits_full, box_and_key, box_of,
+                       CheckError, Hazard, _bits, _free_names, _mutated_names,
+                       _sync_bits, _sync_bits_full, box_and_key, box_of,
                        ev)
 
 
@@ -76,7 +77,7 @@ _LEAF = frozenset({A.AmAccess, A.AmFence, A.AmArrive, A.AmAwait, A.AmAlloc, A.Am
                    A.AmCheck})
 
 
-class Machine:
+class Machine(BarrierOps):
     def __init__(self, am: A.AmProc, sizes: dict, deadline: float | None = None,
                  reuse_tasks: bool | None = None, batch: bool | None = None):
         self.am = am
@@ -454,30 +455,6 @@ class Machine:
             self._unregister(rec)
             rec.dead = True
 
-    def _keep_tail(self, name: str, b: dict) -> None:
-        """The next lifetime of a ring that ``continues`` (the next iteration of the seq loop
-        allocating it, in this task) runs on the same physical mbarriers with the running
-        index continued: its Await on a pre-arrived index ``v`` waits for this lifetime's
-        Arrives on ``extent + v`` (when that index is not pre-arrived itself)."""
-        pre = b["mech"].pre_arrive
-        [d] = [k for k, r in enumerate(b["ring"]) if r is not None]
-        ext = b["shape"][d]
-        tail = {}
-        for key, st in b["elems"].items():
-            i = key[1][d]
-            if ext <= i < ext + pre and i >= pre:
-                idx = key[1][:d] + (i - ext,) + key[1][d + 1:]
-                st.ctas = {}   # a new phase: its Arrives, if any, are counted anew
-                st.pre = True  # (the index is pre-arrived in the new lifetime)
-                st.base = st.arrives
-                tail[(name, idx)] = st
-        self.ring_tail[(name, self.task)] = tail
-
-    def _elem_name(self, key) -> str:
-        b = self.barriers.get(key[0])
-        name = b["display"] if b is not None and b["display"] else key[0]
-        return f"{name}[{', '.join(map(str, key[1]))}]" if key[1] else name
-
     def _param_state(self, name: str) -> VarState:
         for pname, mem, shape in self.am.data_params:
             if pname == name:
@@ -679,138 +656,6 @@ class Machine:
             if rec.prx is not None and lvl & 3 == FULL:
                 rec.fenced(task, mask, proxy, srcinfo)
             self._register(rec, task)
-
-    def _elements(self, ref: A.AmBarrierRef):
-        b = self.barriers.get(ref.name)
-        if b is None:
-            raise CheckError("barrier-usage", f"barrier {ref.name} used outside its lifetime",
-                             ref.srcinfo)
-        exts = b.get("exts")
-        if exts is None:
-            exts = []
-            for d, ext in enumerate(b["shape"]):
-                if b["ring"] and b["ring"][d] is not None and b["mech"].pre_arrive:
-                    # a ring dimension's virtual indices run past the extent by the
-                    # pre-arrive count: the consumer that frees slot i arrives on
-                    # z[i + pre_arrive]
-                    ext += b["mech"].pre_arrive
-                exts.append(ext)
-            exts = b["exts"] = tuple(exts)
-        try:
-            vals = _ref_values(ref, self.env)
-        except Exception:  # noqa: BLE001 - redo it the slow way, for the same error
-            vals = _ref_values_slow(ref, self.env, exts, b["display"])
-        for vs, ext in zip(vals, exts):
-            for x in vs:
-                if not 0 <= x < ext:
-                    raise CheckError("bounds", f"barrier index {x} out of range "
-                                     f"[0, {ext}) for {b['display']}", ref.srcinfo)
-        if len(vals) == 1:
-            idxs = [(x,) for x in vals[0]]
-        else:
-            idxs = [()]
-            for vs in vals:
-                idxs = [i + (x,) for i in idxs for x in vs]
-        mech = b["mech"]
-        elems = b["elems"]
-        commit = mech.kind == "commit"
-        out = []
-        for i in idxs:
-            key = (ref.name, i)
-            if commit:
-                key = key + (self.task, self.mask)
-            st = elems.get(key)
-            if st is None:
-                pre = False
-                if mech.pre_arrive:
-                    for d, depth in enumerate(b["ring"]):
-                        if depth is not None and i[d] < mech.pre_arrive:
-                            pre = True
-                st = elems[key] = BarrierState(mech.kind, pre)
-            out.append((key, st))
-        return out
-
-    def arrive(self, s: A.AmArrive):
-        task, mask = self.task, self.mask
-        elems = [e for ref in s.targets for e in self._elements(ref)]
-        if elems and elems[0][1].kind == "cluster":
-            self.cluster_barrier.arrive(task, s)
-        full1, temp1 = _sync_bits_full(s.L1)
-        if self.fam_index:
-            B.prepare_sync(self, task, mask)
-        for rec in self._records_for(task):
-            if rec.part:
-                split_for_sync(self, rec, task, mask, temp1)
-            lvl = rec.sync_level(task, mask, full1, temp1)
-            if lvl is None:
-                continue
-            rec.enrolled = True
-            for key, st in elems:
-                st.pending.append((rec, st.arrives, lvl))
-                # on the record too: a part record split later (``split_for_sync``) hands
-                # the enrollment to the split-off parts (``adopt``), which this Arrive caught
-                rec.pending.append((st, st.arrives, lvl))
-        if self.cfg is not None:
-            # an mbarrier phase expects, from each CTA, the threads of ONE Arrive statement
-            # (codegen's init count sums that statement's threads, times the CTAs it
-            # multicasts to): a second statement, or the same threads twice, would complete
-            # the phase early and let the Await pass before the other arrivals
-            low = (mask & -mask).bit_length() - 1
-            cta = low // self.cfg.blockDim if low >= 0 else 0
-            for key, st in elems:
-                if st.kind != "mbarrier":
-                    continue
-                prev = st.ctas.get(cta)
-                if prev is not None and (prev[0] is not s or prev[2] & mask):
-                    raise CheckError(
-                        "barrier-usage", f"second Arrive on {self._elem_name(key)} from CTA "
-                        f"{cta} (the first at line {getattr(prev[1], 'line', '?')}): an mbarrier "
-                        "element takes, per CTA and phase, the threads of one Arrive statement "
-                        "once", s.srcinfo,
-                        hint="arrive once with the whole releasing collective (one Arrive "
-                             "statement), or use distinct barrier elements")
-                st.ctas[cta] = (s, s.srcinfo, (prev[2] if prev else 0) | mask)
-        for _, st in elems:
-            st.arrives += 1
-
-    def await_(self, s: A.AmAwait):
-        task, mask = self.task, self.mask
-        [(key, st)] = self._elements(s.target)
-        if st.kind == "cluster":
-            self.cluster_barrier.await_(task)
-        if st.arrives == 0:
-            raise CheckError("barrier-usage", f"Await on {s.target.name} "
-                             f"{list(key[1])} before any Arrive: no forward progress",
-                             s.srcinfo, hint="move the Arrive before the Await in program order, "
-                                             "or pre-arrive the ring with CudaMbarrierPreArrive")
-        if st.trailing:
-            for rec, count in st.trailing:
-                if count >= st.arrives:
-                    raise CheckError(
-                        "barrier-usage",
-                        f"{rec.event.what} completes on {self._elem_name(key)} but was issued "
-                        f"after the last Arrive on it, so the Await at line "
-                        f"{getattr(s.srcinfo, 'line', '?')} does not wait for it (on the "
-                        "hardware its transaction count would fall into the next phase)",
-                        rec.event.srcinfo,
-                        hint="issue every copy that completes on a barrier before the Arrive "
-                             "on that barrier")
-            st.trailing = []
-        limit = st.arrives - 1 - s.N
-        full2, temp2 = _sync_bits(s.L2)
-        keep = []
-        for rec, count, lvl in st.pending:
-            if rec.dead:
-                continue
-            if count <= limit:
-                rec.augment(task, mask, full2, temp2, lvl)
-                self._register(rec, task)
-                if st.kind != "commit":
-                    keep.append((rec, count, lvl))
-            else:
-                keep.append((rec, count, lvl))
-        st.pending = keep
-        st.awaited = True
 
 
 __all__ = ["Machine", "Hazard", "CheckError", "SYNC_TLS", "Memory"]
