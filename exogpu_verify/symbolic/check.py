@@ -441,7 +441,7 @@ def _subtract(conflict: isl.Set, ob: Obligation, label: str, text: str,
         return conflict
     quick = getattr(text, "quick", None)
     if quick is not None and conflict.intersect(quick()).is_empty():
-        return conflict  # the same set, composed from cached relations: it meets nothing
+        return conflict  # the set or a superset, from cached relations: it meets nothing
     text = prune_text(text)
     o = witness.ordered(text)
     met, rest = o.split(conflict)

@@ -154,20 +154,28 @@ class Builder:
             self._map(key, text)
         return self._maps[key]
 
-    def tail_rel(self, h: Event, ph: str, B: Event, conv2: bool) -> isl.Map:
-        """{ holder instance -> B instance : before B, and its threads cover B's }."""
+    def tail_rel(self, h: Event, ph: str, B: Event, conv2) -> isl.Map:
+        """{ holder instance -> B instance : before B, and its threads cover B's };
+        ``conv2`` None: before B in B's task, whatever the threads (a superset of what
+        each instance of a holder union needs: ``union_text``)."""
         key = ("tail", id(h), ph, id(B), conv2)
         if key not in self._maps:
             enc = self.enc
+            if conv2 is None:
+                threads = enc.same_task(h, ph, B, "b") or "1 = 0"
+            else:
+                threads = enc.cover(h, ph, B, "b", conv2)
             text = (f"{enc.pstr} -> {{ [{', '.join(enc.dims(h, ph))}] -> "
                     f"[{', '.join(enc.dims(B, 'b'))}] : {enc.context} and "
-                    f"{enc.before(h, ph, B, 'b')} and {enc.cover(h, ph, B, 'b', conv2)} }}")
+                    f"{enc.before(h, ph, B, 'b')} and {threads} }}")
             self._map(key, text)
         return self._maps[key]
 
-    def _quick(self, rel, h: Event, ph: str, B: Event, conv2: bool, rank: int):
+    def _quick(self, rel, h: Event, ph: str, B: Event, conv2, rank: int):
         """``Candidate.quick`` of a chain: ``rel()`` (A instance -> last holder instance)
-        then the holder's tail to B, as the set [a..., b..., e...] (any elements e)."""
+        then the holder's tail to B, as the set [a..., b..., e...] (any elements e). For a
+        holder union (``conv2`` None) a superset of its set: some caught holder instance
+        before B in B's task (the union has one for B's first thread)."""
         def quick():
             s = rel().apply_range(self.tail_rel(h, ph, B, conv2)).wrap().flatten()
             return s.add_dims(isl.dim_type.set, rank) if rank else s
@@ -400,7 +408,7 @@ class Builder:
                 label = f"{kind} at line {s1.srcinfo.line}"
                 yield label, Candidate.of(self.wrap(A, B, rank, self.exists(ex1, body)),
                                           self._quick(rel1, h1, ph1, B, conv2, rank))
-                unions.append((label, ex1, t1, h1, ph1))
+                unions.append((label, ex1, t1, h1, ph1, rel1))
         # P2 after every P1 (cheaper patterns first): a second edge caught by what the first
         # granted (issue/full quals)
         chains = [(f"{kind} at line {s1.srcinfo.line}", lvl, g, t1, ex1, h1, ph1, rel1)
@@ -425,15 +433,16 @@ class Builder:
                     return rel1().apply_range(self.edge_rel(h1, ph1, kind2, u1, u2, "s"))
                 yield label2, Candidate.of(self.wrap(A, B, rank, self.exists(ex1 + ex2, body)),
                                            self._quick(rel2, h2, ph2, B, conv2, rank))
-                unions.append((label2, ex1 + ex2, f"{t1} and {t2}", h2, ph2))
+                unions.append((label2, ex1 + ex2, f"{t1} and {t2}", h2, ph2, rel2))
         # then each pattern's instances together: every thread of B is a thread of some
         # instance of the pattern's holder that is caught and before B (the union of several
         # holders, e.g. one Await per CTA before a collective both CTAs issue)
         if not conv2:
-            for label, ex, body, h, ph in unions:
+            for label, ex, body, h, ph, rel in unions:
                 text = self.union_text(B, ex, body, h, ph)
                 if text is not None:
-                    yield f"{label}, its instances together", self.wrap(A, B, rank, text)
+                    yield f"{label}, its instances together", Candidate.of(
+                        self.wrap(A, B, rank, text), self._quick(rel, h, ph, B, None, rank))
         # last, longer chains (P3 ...): each edge caught by what the one before granted, a
         # relay through threads that never touch the data (at most MAX_CHAIN edges and
         # MAX_LONG_CHAINS candidates: beyond, the pair stays for the concrete check)
@@ -465,10 +474,11 @@ class Builder:
 
 
 class Candidate(str):
-    """An ordered-set text with a cheap way to the same set: ``quick()`` composes cached isl
-    relations of its edges (each read once per event pair) instead of reading the whole
-    text. Used only to skip a candidate that meets nothing left of the conflicts; a
-    candidate that does is read from its text as any other (``check._subtract``)."""
+    """An ordered-set text with a cheap way to the same set or a superset of it:
+    ``quick()`` composes cached isl relations of its edges (each read once per event pair)
+    instead of reading the whole text. Used only to skip a candidate that meets nothing
+    left of the conflicts (skipping one never proves more); a candidate that does is read
+    from its text as any other (``check._subtract``)."""
 
     quick = None
 

@@ -61,6 +61,18 @@ def test_compute_and_the_witnessed_script_decide_the_obligation():
     assert answers(CONFLICT, [("barrier", ORDERED)]) == {"z3": "unsat", "cvc5": "unsat"}
 
 
+def test_the_witness_keeps_only_the_pieces_that_meet_the_pairs():
+    # lexmin runs on the pairs' hull without their existentials (4 <= i <= 7, not i = 6),
+    # where it has two pieces, k = 5 for i <= 5 and k = i above; only the second meets the
+    # pairs, and it alone is the witness (it is pointwise the lexmin on the pairs)
+    conflict = ("[N] -> { [i, j] : 0 <= i < N and 0 <= j < N and i < j and "
+                "exists (q : i = 3q and 4 <= i <= 7) }")
+    ordered = "[N] -> { [i, j] : exists (k : i <= k < j and 0 <= k < N and 2k >= 9) }"
+    w = W.compute(isl.Set(conflict).intersect(isl.Set(ordered)), ordered)
+    assert w == [["x0"]]
+    assert answers(conflict, [("barrier", ordered)], [w]) == {"z3": "unsat", "cvc5": "unsat"}
+
+
 def test_a_set_without_quantifiers_has_the_empty_witness():
     qf = "[N] -> { [i, j] : i < j }"
     assert W.compute(isl.Set(CONFLICT), qf) == [[]]
