@@ -415,8 +415,8 @@ def _lexmin(flat: Flat, rel, domain):
         # The domain's existentials dropped (``remove_divs``: a superset of the pairs to
         # order, so the pieces still cover them; a witness is only a hint the discharge
         # re-checks) and equalities made explicit: lexmin then works on fewer variables
-        # and eliminates the ones the equalities fix (half the time on the ping-pong and
-        # cluster GEMMs' orderings).
+        # and eliminates the ones the equalities fix (lexmin 1.7 -> 1.2 s of CPU on the
+        # ping-pong GEMM).
         pma = rel.intersect_domain(domain.remove_divs().coalesce()).detect_equalities() \
             .lexmin_pw_multi_aff()
         if pma.n_piece() > MAX_PIECES:
