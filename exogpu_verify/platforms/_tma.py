@@ -170,6 +170,8 @@ def load_4d(T):
                  src: [T][n0, n1, n2, n3] @ _TM):
         assert stride(dst, 3) == 1
         assert stride(dst, 2) == n3
+        assert stride(dst, 1) == n2 * n3
+        assert stride(dst, 0) == n1 * n2 * n3
         for i0 in seq(0, n0):
             for i1 in seq(0, n1):
                 for i2 in seq(0, n2):
@@ -184,6 +186,9 @@ def load_5d(T):
                  dst: [T][n0, n1, n2, n3, n4] @ _SM, src: [T][n0, n1, n2, n3, n4] @ _TM):
         assert stride(dst, 4) == 1
         assert stride(dst, 3) == n4
+        assert stride(dst, 2) == n3 * n4
+        assert stride(dst, 1) == n2 * n3 * n4
+        assert stride(dst, 0) == n1 * n2 * n3 * n4
         for i0 in seq(0, n0):
             for i1 in seq(0, n1):
                 for i2 in seq(0, n2):
@@ -288,6 +293,7 @@ def store_3d(T, reduce: bool):
                            src: [T][n0, n1, n2] @ _SM):
             assert stride(src, 2) == 1
             assert stride(src, 1) == n2
+            assert stride(src, 0) == n1 * n2
             for i0 in seq(0, n0):
                 for i1 in seq(0, n1):
                     for i2 in seq(0, n2):
@@ -299,6 +305,7 @@ def store_3d(T, reduce: bool):
                   src: [T][n0, n1, n2] @ _SM):
         assert stride(src, 2) == 1
         assert stride(src, 1) == n2
+        assert stride(src, 0) == n1 * n2
         for i0 in seq(0, n0):
             for i1 in seq(0, n1):
                 for i2 in seq(0, n2):
@@ -312,6 +319,9 @@ def store_4d(T, reduce: bool):
         def tma_reduce_add(n0: size, n1: size, n2: size, n3: size,
                            dst: [T][n0, n1, n2, n3] @ _TM, src: [T][n0, n1, n2, n3] @ _SM):
             assert stride(src, 3) == 1
+            assert stride(src, 2) == n3
+            assert stride(src, 1) == n2 * n3
+            assert stride(src, 0) == n1 * n2 * n3
             for i0 in seq(0, n0):
                 for i1 in seq(0, n1):
                     for i2 in seq(0, n2):
@@ -323,6 +333,9 @@ def store_4d(T, reduce: bool):
     def tma_store(n0: size, n1: size, n2: size, n3: size, dst: [T][n0, n1, n2, n3] @ _TM,
                   src: [T][n0, n1, n2, n3] @ _SM):
         assert stride(src, 3) == 1
+        assert stride(src, 2) == n3
+        assert stride(src, 1) == n2 * n3
+        assert stride(src, 0) == n1 * n2 * n3
         for i0 in seq(0, n0):
             for i1 in seq(0, n1):
                 for i2 in seq(0, n2):
@@ -338,6 +351,10 @@ def store_5d(T, reduce: bool):
                            dst: [T][n0, n1, n2, n3, n4] @ _TM,
                            src: [T][n0, n1, n2, n3, n4] @ _SM):
             assert stride(src, 4) == 1
+            assert stride(src, 3) == n4
+            assert stride(src, 2) == n3 * n4
+            assert stride(src, 1) == n2 * n3 * n4
+            assert stride(src, 0) == n1 * n2 * n3 * n4
             for i0 in seq(0, n0):
                 for i1 in seq(0, n1):
                     for i2 in seq(0, n2):
@@ -350,6 +367,10 @@ def store_5d(T, reduce: bool):
     def tma_store(n0: size, n1: size, n2: size, n3: size, n4: size,
                   dst: [T][n0, n1, n2, n3, n4] @ _TM, src: [T][n0, n1, n2, n3, n4] @ _SM):
         assert stride(src, 4) == 1
+        assert stride(src, 3) == n4
+        assert stride(src, 2) == n3 * n4
+        assert stride(src, 1) == n2 * n3 * n4
+        assert stride(src, 0) == n1 * n2 * n3 * n4
         for i0 in seq(0, n0):
             for i1 in seq(0, n1):
                 for i2 in seq(0, n2):
