@@ -382,8 +382,13 @@ def lower_commit_await(s: N.Await, bar: BarInfo, bulk_read: bool = False) -> lis
     if not s.L2 <= cuda_generic_and_async_proxy:
         raise not_supported(f"Await(..., {s.L2}) on {name}", s)
     if name == "Sm90_TmaCommitGroup":
+        # PTX commits a bulk copy to the group of the lane that issued it, and each lane's
+        # wait_group waits for its own groups only: the warp's other lanes would go on at
+        # once. The warp barrier holds them until the issuing lane's wait returned, which is
+        # what the checkers assume of a warp's Await (docs/semantics.md, "Commit groups").
         rd = ".read" if bulk_read else ""
-        return [f'asm volatile("cp.async.bulk.wait_group{rd} {n};\\n" ::: "memory");']
+        return [f'asm volatile("cp.async.bulk.wait_group{rd} {n};\\n" ::: "memory");',
+                "__syncwarp();"]
     if name == "Sm90_WgmmaCommitGroup":
         return [f'asm volatile("wgmma.wait_group.sync.aligned {n};\\n" ::: "memory");']
     raise not_supported(f"commit group {name}", s)

@@ -79,6 +79,8 @@ class _Converter:
         self.in_cuda = False
         self.alloc_names: set[str] = set()
         self.shapes: dict = {}  # base name -> its shape (AMIR terms)
+        #: accumulator base name -> the wgmma shapes that access it (``_wgmma_shape``)
+        self.wgmma_shapes: dict[str, set] = {}
         self.positive = frozenset(p.size_params())
 
     def unique(self, name: str) -> str:
@@ -302,6 +304,8 @@ class _Converter:
             mode = "atomic" if prm.name in info.atomic else modes[prm.name]
             acc = A.AmAccess(base, box, mode, info.timeline, barriers, s.srcinfo,
                              what=f"argument '{prm.name}' ({arg.name}) of {s.callee.name}()")
+            if _hw_ordered_operand(self.mems.get(base), info.timeline):
+                self.wgmma_shapes.setdefault(base, set()).add(_wgmma_shape(s.callee, prm))
             (reads if mode == "read" else writes).append(acc)
         return reads + writes
 
@@ -343,6 +347,43 @@ def _ren_w(w, ren: dict):
     return rename_expr(w, ren)
 
 
+def _hw_ordered_operand(mem, timeline) -> bool:
+    """Is an asynchronous instruction's access to ``mem`` ordered by the hardware (a wgmma's
+    accumulator, qual ``wgD``)?"""
+    if timeline.in_order or not isinstance(mem, Memory):
+        return False
+    q = mem.qual_tls(timeline)
+    return bool(q) and q[0].hw_ordered
+
+
+def _wgmma_shape(callee: N.Procedure, acc: N.Param) -> tuple:
+    """The shape ``m64nNkK`` of a wgmma as far as the hardware's accumulator ordering goes:
+    N from the accumulator fragment ``[4, 32, N/8, 2, 2]``, K = 32 bytes of the input type.
+    An accumulator of another form (a user instruction) is keyed by its whole signature."""
+    shape = tuple(const_value(e) for e in acc.type.shape)
+    ins = [q.type.scalar.nbytes for q in callee.params if q.is_data and q is not acc]
+    if len(shape) == 5 and None not in shape and ins:
+        return ("m64", 8 * shape[2], 32 // ins[0])
+    return ("sig", callee.name, tuple((q.name, str(q.type)) for q in callee.params))
+
+
+def _unorder_mixed_shapes(stmts: tuple, mixed: dict) -> tuple:
+    """``stmts`` with every hardware-ordered access to an accumulator of ``mixed`` (base name
+    -> its memory) marked ``hw_order=False``."""
+    out = []
+    for s in stmts:
+        if type(s) is A.AmAccess:
+            if s.name in mixed and _hw_ordered_operand(mixed[s.name], s.instr_tl):
+                s = dataclasses.replace(s, hw_order=False)
+        else:
+            ch = {f: _unorder_mixed_shapes(getattr(s, f), mixed)
+                  for f in ("body", "orelse") if getattr(s, f, None)}
+            if ch:
+                s = dataclasses.replace(s, **ch)
+        out.append(s)
+    return tuple(out)
+
+
 def lower_to_amir(p: N.Procedure) -> A.AmProc:
     """Translate a procedure to AMIR; see the module docstring for what it establishes."""
     c = _Converter(p)
@@ -357,6 +398,9 @@ def lower_to_amir(p: N.Procedure) -> A.AmProc:
             c.shapes[prm.name] = tuple(prm.type.shape)
             data_params.append((prm.name, prm.mem, prm.type.shape))
     body = c.block(p.body, sc)
+    mixed = {b: c.mems[b] for b, shapes in c.wgmma_shapes.items() if len(shapes) > 1}
+    if mixed:
+        body = _unorder_mixed_shapes(body, mixed)
     ctrl = tuple(prm.name for prm in p.params if not prm.is_data)
     from .phases import add_phase_accesses
 

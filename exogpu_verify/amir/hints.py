@@ -51,6 +51,13 @@ def hazard_hint(rec, later, kind: str, proxy_free: bool = False,
         return ("the threads of the generic access ran a proxy fence, but nothing after that "
                 "fence orders it before this access: synchronize after the proxy Fence (a CTA "
                 "barrier, or an mbarrier Arrive/Await by the fencing threads)")
+    if q_new is not None and q_old is not None and q_new.hw_ordered and q_old.hw_ordered:
+        # two wgmmas' accumulator accesses conflict only when their shapes differ
+        # (amir/convert.py, _unorder_mixed_shapes)
+        return (f"insert {_WGMMA_FENCE} before the wgmma at line {_line(later.srcinfo)}, or "
+                "give each wgmma shape its own accumulator: the hardware orders accumulator "
+                "accesses only between wgmmas of the same shape (m64nNkK), and the wgmma at "
+                f"line {_line(rec.event.srcinfo)} has another (PTX ISA, wgmma.fence)")
     if q_new is not None and q_new.reg_async and q_old is not None and not q_old.reg_async \
             and not q_old.lazy:
         return (f"insert {_WGMMA_FENCE} before the wgmma at line {_line(later.srcinfo)} "

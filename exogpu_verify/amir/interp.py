@@ -541,7 +541,7 @@ class Machine(BarrierOps):
             # a collective's access of a non-convergent qual: each thread did a part
             new.part, new.q0 = True, q0
             new.flags, new.init_flags = {}, {}
-        elif s.instr_tl.in_order or q0 in _IN_ORDER_BITS:
+        elif s.instr_tl.in_order or (q0 in _IN_ORDER_BITS and s.hw_order):
             new.flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask}, (q0, 2): {task: mask},
                          (q0, 3): {task: mask}}
             new.init_flags = {(q0, 0): {task: mask}, (q0, 1): {task: mask},

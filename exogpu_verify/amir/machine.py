@@ -19,7 +19,9 @@ dicts, with ``ALL`` standing for every thread (CPU code and kernel boundaries).
   an atomic access ``atomic`` of non-atomic earlier accesses. For a convergent access one
   executing thread suffices, otherwise all must have it.
 * Exceptions to "asynchronous = issue only": wgmma accumulator accesses (qual wgD) are
-  in-order (the hardware chains wgmmas on one accumulator, PTX ISA 9.7.15.6). A ``lazy``
+  in-order (the hardware chains wgmmas on one accumulator, PTX ISA 9.7.15.6), unless
+  wgmmas of several shapes access the accumulator (``AmAccess.hw_order`` False: the
+  hardware orders only same-shape ones). A ``lazy``
   access (``wgmma_zero``) is recorded but neither checked nor superseding.
 * Part records: an access of a non-convergent qual by several threads (a collective
   instruction) gives its threads only their own, unknown parts: no initial flags, and a

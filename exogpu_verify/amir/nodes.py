@@ -95,6 +95,11 @@ class AmAccess:
     srcinfo: SrcInfo = SRC
     path: tuple | None = field(default=None, compare=False, repr=False)
     what: str = ""
+    #: False for a wgmma's access to an accumulator that wgmmas of another shape also
+    #: access: the hardware orders accumulator accesses only between wgmmas of one shape
+    #: (PTX ISA, wgmma.fence), so the access is asynchronous like the other operands
+    #: (``convert.py``, ``_unorder_mixed_shapes``)
+    hw_order: bool = True
 
 
 @dataclass(frozen=True, slots=True)

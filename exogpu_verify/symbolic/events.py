@@ -198,7 +198,8 @@ def collect_events(am: A.AmProc, info) -> Program:
                 if quals is None:
                     raise Unsupported(f"no qualitative timeline for {d.display} @ {d.mem} with "
                                       f"instr-tl {s.instr_tl}", s.srcinfo)
-                in_order = access_in_order(s.instr_tl, quals[0])
+                in_order = (access_in_order(s.instr_tl, quals[0]) if s.hw_order
+                            else s.instr_tl.in_order)
                 ev.append(Event("access", uid(), mapping=mapping_of(s, kernel), var=s.name,
                                 box=s.box, mode=s.mode, quals=quals,
                                 in_order=in_order, what=s.what,

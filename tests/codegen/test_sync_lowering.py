@@ -57,3 +57,23 @@ def test_proxy_fence_is_restricted_to_shared_memory_unless_global_meets_both_pro
     m = re.search(r"fence\.proxy\.async([.:\w]*);.*\n.*barrier\.cta\.sync 0;.*\n"
                   r".*fence\.proxy\.async([.:\w]*);", s)
     assert m and m.group(1) == m.group(2) == space, m
+
+
+@pytest.mark.parametrize("name", ["store_once", "reduce_twice", "read_back", "store_twice",
+                                  "load_back", "warp_overwrite"])
+def test_warp_wait_on_a_tma_store_group_is_followed_by_a_warp_barrier(name):
+    """PTX commits a bulk copy to the issuing lane's group only; the warp barrier after each
+    lane's ``wait_group`` keeps the other lanes until the issuing lane's wait returned."""
+    lines = [ln.strip() for ln in src(getattr(LP, name)).splitlines()]
+    waits = [k for k, ln in enumerate(lines) if "cp.async.bulk.wait_group" in ln]
+    assert waits
+    assert all(lines[k + 1] == "__syncwarp();" for k in waits), [lines[k:k + 2] for k in waits]
+
+
+def test_warp_overwrite_after_its_wait_is_proven_in_both_modes():
+    """The program that needs the barrier: the lanes overwrite the stored SMEM right after
+    the Await."""
+    from exogpu_verify import verify
+
+    assert verify(LP.warp_overwrite, mode="symbolic").verdict == "proven"
+    assert verify(LP.warp_overwrite, sizes={"N": 3}, mode="concrete").verdict == "checked"

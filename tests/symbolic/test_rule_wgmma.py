@@ -189,3 +189,63 @@ def test_register_a_fragment_written_then_read_by_wgmma_needs_the_fence():
 
 def test_accepted_tile_loop_runs_sequentially_in_the_oracle():
     oracle_same(_proven(tiles(), [{"T": 2}]), {"T": 2}, seeds=2)
+
+
+# wgmmas of different shapes on one accumulator: PTX ISA (wgmma.fence) exempts accumulator
+# accesses from the fence only across wgmmas *of the same shape*. Here each tile's first
+# k-slice is an m64n64k16 on all of D, then an m64n32k16 on D's first 32 columns.
+MIXED = ("wgmma(D[:, :, :, :, :], sA[:, 0:16], sB[:, 0:16])\n"
+         "                MID\n"
+         "                wgmma32(D[:, :, 0:4, :, :], sA[:, 16:32], sB[0:32, 16:32])")
+
+
+# the epilogue as plain loops over the fragment layout (PTX ISA, wgmma D fragments)
+LOOP_OUT = """for w in cuda_threads(0, 4, unit=cuda_warp):
+                    for l in cuda_threads(0, 32, unit=cuda_thread):
+                        for nb in seq(0, 8):
+                            for h in seq(0, 2):
+                                for c in seq(0, 2):
+                                    C[tile, 16 * w + 8 * h + l / 4, 8 * nb + 2 * (l % 4) + c] = (
+                                        D[w, l, nb, h, c])"""
+
+
+def mixed(mid="pass", wgmma32=None):
+    from exogpu_verify.platforms.sm90 import Sm90_wgmma_ss
+    from exogpu_verify.ir.types import bf16
+
+    src = tiles(epilogue=LOOP_OUT).replace(
+        "for kk in seq(0, 4):\n                    wgmma(D[:, :, :, :, :], sA[:, 16 * kk:16 * kk + 16],\n"
+        "                          sB[:, 16 * kk:16 * kk + 16])", MIXED.replace("MID", mid))
+    assert "wgmma32" in src
+    return src, {"wgmma32": wgmma32 or Sm90_wgmma_ss(bf16, 32)}
+
+
+def test_wgmmas_of_different_shapes_on_one_accumulator_need_the_fence():
+    src, env = mixed()
+    _refuted(src, "wgmma32(D", "write-after-write hazard", {"T": 1}, env=env,
+             hint=f"{HINT} {line_of(src, 'wgmma32(D')}, or give each wgmma shape its own "
+             "accumulator", earlier="wgmma(D[:, :, :, :, :], sA[:, 0:16]")
+
+
+def test_a_commit_group_wait_between_different_shapes_is_not_the_fence():
+    # the wait completes the first wgmma, but a later wgmma's register accesses are ordered
+    # only by wgmma.fence (or the same-shape exception)
+    src, env = mixed(mid=WAIT.replace("\n                ", "\n                "))
+    _refuted(src, "wgmma32(D", "write-after-write hazard", {"T": 1}, env=env, hint=HINT)
+
+
+def test_wgmma_fence_between_different_shapes_is_proven():
+    src, env = mixed(mid=WG_FENCE)
+    _proven(src, SIZES, env)
+
+
+def test_different_shapes_on_different_accumulators_need_no_fence():
+    # the same two wgmmas on two accumulators: nothing to order between them
+    src, env = mixed()
+    src = src.replace("wgmma32(D[:, :, 0:4, :, :]", "wgmma32(E[:, :, 0:4, :, :]").replace(
+        "D: f32[4, 32, 8, 2, 2] @ Sm90_RmemMatrixD",
+        "D: f32[4, 32, 8, 2, 2] @ Sm90_RmemMatrixD\n"
+        "            E: f32[4, 32, 8, 2, 2] @ Sm90_RmemMatrixD").replace(
+        "wgmma_zero(D[:, :, :, :, :])",
+        "wgmma_zero(D[:, :, :, :, :])\n                wgmma_zero(E[:, :, :, :, :])")
+    _proven(src, SIZES, env)

@@ -220,6 +220,7 @@ exo_kernel0_tma_store_scale(const __grid_constant__ exo_Args0_tma_store_scale ex
         if (exo_lane_id() == 0) { asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" :: "l"(reinterpret_cast<uint64_t>(&(exo_args.tB))), "r"(int32_t((32 * tn))), "r"(int32_t((32 * tm))), "r"(exo_smem_u32(tile)) : "memory"); }
         asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        __syncwarp();
       }
     }
     asm volatile("barrier.cta.sync 0;\n" ::: "memory");

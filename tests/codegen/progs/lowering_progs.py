@@ -68,3 +68,34 @@ read_back = make("read_back")
 store_twice = make("store_twice")
 reduce_twice = make("reduce_twice")
 load_back = make("load_back")
+
+tma_store_row = Sm90_tma_store(1, f32)
+
+
+@proc
+def warp_overwrite(N: size, A: f32[N, 64] @ CudaGmemLinear, C: f32[N, 64] @ CudaGmemLinear,
+                   D: f32[N, 64] @ CudaGmemLinear):
+    """One warp stores ``x`` with TMA (issued by one lane), waits on the commit group, and
+    every lane overwrites ``x`` right after the Await, with no Fence in between. The model
+    orders the overwrites after the store's reads; on the hardware that holds only because
+    the wait is followed by ``__syncwarp()`` (the bulk group is the issuing lane's)."""
+    tC = C[:, :] @ Sm90_tensorMap(0, 1, 64)
+    with CudaDeviceFunction(blockDim=32):
+        for task in cuda_tasks(0, N):
+            x: f32[64] @ CudaSmemLinear
+            tcg: barrier @ Sm90_TmaCommitGroup
+            for t in cuda_threads(0, 32, unit=cuda_thread):
+                x[t] = A[task, t]
+                x[t + 32] = A[task, t + 32]
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
+            tma_store_row(64, tC[task, 0:64], x[0:64])
+            Arrive(tma_to_gmem_async) >> tcg
+            Await(tcg, cuda_in_order, 0)
+            for t in cuda_threads(0, 32, unit=cuda_thread):
+                x[t] = D[task, t]
+                x[t + 32] = D[task, t + 32]
+            Fence(cuda_in_order, cuda_in_order)
+            for t in cuda_threads(0, 32, unit=cuda_thread):
+                D[task, t] = x[t + 32]
+                D[task, t + 32] = x[t]
+            Fence(cuda_in_order, cuda_in_order)
