@@ -4,14 +4,15 @@ host/device allocations, stream instructions, and the launch of each kernel.
 Entry point: ``int exo_<proc>(void* stream, <params>)`` returning 0 or a CUDA error code, with
 parameters in declaration order: ``int64_t`` for size/index/bool, ``void*`` for tensors (plus
 one ``int64_t`` element stride per dimension for window parameters ``[T][...]``), ``double``
-for by-value scalars (``CudaGridConstant``).
+for by-value scalars (``CudaGridConstant``). Before any work it checks the base pointers
+of the global-memory parameters that aligned accesses use (``ld.global.v4``, ``cp.async``):
+error ``ALIGN_BASE`` (``launch``) plus the parameter's index.
 """
 
 from __future__ import annotations
 
-
-
 from exogpu_verify.analysis import StaticInfo
+from exogpu_verify.analysis.instr_checks import gmem_alignment_requirements
 from exogpu_verify.ir import nodes as N
 from exogpu_verify.ir.affine import const_value
 
@@ -19,6 +20,7 @@ from .buffers import Buf, TensorMapView, c_order_strides
 from .cexpr import Ctl, cname, convert, cpp_type, data_expr_t
 from .device import KernelCode, KernelGen
 from .emitter import Lines
+from .launch import ALIGN_BASE
 from .errors import not_supported
 
 _TMAP_DTYPE = {"f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
@@ -88,11 +90,29 @@ class HostGen:
             else:
                 bufs[q.name] = Buf(q.name, q.type.scalar, q.mem, c, shape,
                                    tuple(c_order_strides(list(shape))))
+        self._alignment_checks()
         ctl = Ctl(env, nonneg, self._stride_of(bufs))
         self._block(p.body, (), "body", ctl, bufs)
         L("return 0;")
         L.close()
         return L.text(), self.kernels
+
+    def _alignment_checks(self) -> None:
+        """The base pointer of every global-memory parameter that an instruction with a
+        declared ``Aligned`` check accesses is aligned as it needs: the proofs establish the
+        window offsets only (``analysis.instr_checks.gmem_alignment_requirements``); a
+        caller may pass an offset slice. Error ``ALIGN_BASE + parameter index`` (``launch``
+        names the argument)."""
+        index = {q.name: i for i, q in enumerate(self.p.params)}
+        reqs = gmem_alignment_requirements(self.p)
+        if reqs:
+            self.L(f"constexpr int exo_err_align = {ALIGN_BASE};  // + index of a misaligned "
+                   "parameter")
+        for name, (nbytes, who, line) in reqs.items():
+            c = cname(name)
+            self.L(f"// {who}() (line {line}) accesses '{name}' {nbytes}-byte aligned")
+            self.L(f"if (reinterpret_cast<uintptr_t>({c}_ptr) % {nbytes} != 0) "
+                   f"return exo_err_align + {index[name]};")
 
     @staticmethod
     def _stride_of(bufs):

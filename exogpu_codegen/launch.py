@@ -44,7 +44,21 @@ def load_library(path) -> ctypes.CDLL:
     return lib
 
 
-def error_string(lib, code: int) -> str:
+#: an entry returns ``ALIGN_BASE + i`` when parameter ``i``'s pointer is misaligned for the
+#: vector or asynchronous accesses its proof assumed aligned (``host.py``)
+ALIGN_BASE = 300000
+_ALIGN_MAX = 100000
+
+
+def error_string(lib, code: int, names=()) -> str:
+    """The message of an entry's or the CUDA runtime's error code; ``names``: the proc's
+    parameters in order, to name the argument of an alignment error."""
+    i = int(code) - ALIGN_BASE
+    if 0 <= i < _ALIGN_MAX:
+        who = f"argument '{names[i]}'" if i < len(names) else f"parameter {i}"
+        return (f"{who}: its device pointer is not aligned as the kernel's vector or "
+                "asynchronous accesses need (the generated entry's check; the proofs assume "
+                "it: cudaMalloc returns 256-byte aligned memory, an offset slice may not be)")
     return lib.exo_rt_error_string(int(code)).decode(errors="replace")
 
 
@@ -142,17 +156,17 @@ class RawLaunch:
     def __call__(self, stream=None, **kwargs) -> None:
         rc = self.fn(stream_ptr(stream), *self.args(kwargs))
         if rc:
-            raise LaunchError(self.proc, rc, error_string(self.lib, rc))
+            raise LaunchError(self.proc, rc, error_string(self.lib, rc, self.names))
 
     def bind(self, **kwargs):
         """``bound(stream=None)``: this launch with its arguments converted once."""
         args = tuple(self.args(kwargs))
-        fn, lib, proc = self.fn, self.lib, self.proc
+        fn, lib, proc, names = self.fn, self.lib, self.proc, self.names
 
         def bound(stream=None) -> None:
             rc = fn(stream_ptr(stream), *args)
             if rc:
-                raise LaunchError(proc, rc, error_string(lib, rc))
+                raise LaunchError(proc, rc, error_string(lib, rc, names))
         return bound
 
 

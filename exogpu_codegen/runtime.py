@@ -23,7 +23,8 @@ from exogpu_verify.ir import nodes as N
 
 from .cexpr import eval_ctl
 from .errors import usage
-from .launch import LaunchError, RawLaunch, load_library, set_grid_limit, stream_ptr
+from .launch import (LaunchError, RawLaunch, error_string, load_library, set_grid_limit,
+                     stream_ptr)
 
 _INT32_MAX = 2**31 - 1
 
@@ -183,7 +184,7 @@ class Kernel:
         return self._rawl
 
     def _err(self, what: str, code: int):
-        msg = self._lib.exo_rt_error_string(code).decode(errors="replace")
+        msg = error_string(self._lib, code, [q.name for q in self.proc.params])
         return usage(f"{self.proc.name}: {what} failed: {msg} (error {code})")
 
     def _needs_gpu(self) -> bool:

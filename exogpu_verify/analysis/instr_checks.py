@@ -15,8 +15,12 @@ every size (``Condition``s, kind ``instruction``, ``resource`` for register coun
   aligned and where base offset 0 puts it (first row of a swizzle atom with the K slice in
   that row for K-major; an atom boundary for MN-major).
 * ``RegisterCount``: a constant in [24, 256], a multiple of 8.
-* ``Aligned``: the shared-memory argument (and its rows) starts on the instruction's
-  alignment (``cp.async`` of ``n`` elements: ``n * size``; ``ldmatrix``: 16-byte rows).
+* ``Aligned``: the argument (and its rows, in SMEM) starts on the instruction's alignment
+  (``cp.async`` of ``n`` elements: ``n * size``; ``ldmatrix``: 16-byte rows;
+  ``ld.global.v4``: 16 bytes). In SMEM: its address in the static layout. In GMEM: its
+  element offset from the tensor's base, by a sufficient Presburger condition
+  (``gmem_offset_condition``); the base pointer is checked at launch, for the parameters
+  ``gmem_alignment_requirements`` lists, and at calls of procs for the windows passed.
 
 ``tensor_map_conditions`` checks the encoding of a tensor map where it is made
 (``cuTensorMapEncodeTiled``): box extents in [1, 256], the inner box a multiple of 16 bytes
@@ -30,11 +34,13 @@ from math import gcd, prod
 from ..errors import Diagnostic
 from ..ir import nodes as N
 from ..ir.affine import const_value
+from ..ir.linear import NotLinear, linear
 from ..platforms import limits as HW
 from ..ir.checks import Aligned, RegisterCount, TensorMapCopy, WgmmaOperand
-from .calls import binding, show
-from .conditions import C, CheckedFact, Condition, ConditionSet, add, cmp, conj, mod, mul, subst
-from .views import View
+from .calls import arg_views, binding, show
+from .conditions import (C, CheckedFact, Condition, ConditionSet, add, cmp, conj, disj, has_stride,
+                         mod, mul, subst)
+from .views import View, walk_views
 
 
 def smem_swizzle(mem) -> int | None:
@@ -60,6 +66,7 @@ def declared_conditions(path, s: N.Call, views: dict, kernel, cs: ConditionSet,
                         diags: list) -> None:
     info = s.callee.instr
     if info is None:
+        _proc_call_alignment(path, s, views, cs)
         return
     for chk in info.checks:
         if isinstance(chk, TensorMapCopy):
@@ -236,22 +243,29 @@ def _regcount(path, s: N.Call, chk: RegisterCount, cs, diags) -> None:
         fact=f"register count of {name}()"))
 
 
+def _aligned_bytes(s: N.Call, chk: Aligned, v: View) -> int:
+    """The alignment ``chk`` asks of its argument at call ``s`` (0: none, or not constant)."""
+    if chk.elems is None:
+        return chk.bytes
+    n = const_value(binding(s).get(chk.elems, C(0)))
+    # a non-constant count: the instruction's own asserts reject it
+    return 0 if n is None else n * v.scalar.nbytes
+
+
 def _aligned(path, s: N.Call, chk: Aligned, views: dict, cs) -> None:
     v = views.get(chk.param)
     if v is None:
         return
-    addr = smem_address(v)
-    if addr is None:
-        return  # not shared memory (see the docstring of ``Aligned``)
     name = s.callee.name
-    nbytes = chk.bytes
-    if chk.elems is not None:
-        n = const_value(binding(s).get(chk.elems, C(0)))
-        if n is None:
-            return  # a non-constant count: the instruction's own asserts reject it
-        nbytes = n * v.scalar.nbytes
+    nbytes = _aligned_bytes(s, chk, v)
     if nbytes <= 0:
         return
+    if is_gmem(v):
+        gmem_alignment(path, s, f"argument '{chk.param}' of {name}()", v, nbytes, cs)
+        return
+    addr = smem_address(v)
+    if addr is None:
+        return  # registers: no address
     conds = [cmp("==", mod(addr, nbytes), 0)]
     if chk.rows and v.strides and v.strides[0] is not None:
         conds.append(cmp("==", mod(mul(v.strides[0], v.scalar.nbytes), nbytes), 0))
@@ -262,6 +276,152 @@ def _aligned(path, s: N.Call, chk: Aligned, views: dict, cs) -> None:
         f"address in the static SMEM layout is {show(addr)}", s.srcinfo,
         hint="start the window (and its rows) on a multiple of the alignment",
         shows=(("address", addr),), fact=f"alignment of '{chk.param}' of {name}()"))
+
+
+# ---------------------------------------------------------------- global-memory alignment
+def is_gmem(v: View) -> bool:
+    return v.base.mem is not None and v.base.mem.space == "gmem" and v.tmap is None
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _factors(e, out: list) -> int:
+    """Split the product ``e`` into its constant and its affine factors (appended to
+    ``out``); a factor that is neither (``stride(X, d)`` of a window parameter, which only
+    the caller knows) is dropped: it is some integer, so dropping it keeps a divisibility
+    condition on the rest sufficient."""
+    c = const_value(e)
+    if c is not None:
+        return c
+    if isinstance(e, N.BinOp) and e.op == "*":
+        return _factors(e.lhs, out) * _factors(e.rhs, out)
+    if has_stride(e):
+        return 1
+    try:
+        linear(e)
+    except NotLinear:
+        return 1
+    out.append(e)
+    return 1
+
+
+def _divides(m: int, fs: list):
+    """``m`` divides the product of the affine ``fs``, exactly, as a Presburger condition:
+    some split ``m = a * b`` with ``a | fs[0]`` and ``b | fs[1] * ...`` (take ``a =
+    gcd(m, fs[0])``)."""
+    if m == 1:
+        return conj()
+    if not fs:
+        return disj()
+    if len(fs) == 1:
+        return cmp("==", mod(fs[0], m), 0)
+    return disj(*(conj(cmp("==", mod(fs[0], a), 0) if a > 1 else None,
+                       _divides(m // a, fs[1:])) for a in _divisors(m)))
+
+
+def gmem_offset_condition(v: View, nbytes: int):
+    """A sufficient condition, in the conditions language, for the byte offset of the
+    global-memory view ``v``'s first element from its tensor's base to be a multiple of
+    ``nbytes``, with a hint of how to meet it.
+
+    The offset is ``sum_d start_d * stride_d * elem_bytes``. The dimensions with a constant
+    stride form an affine sum, decided exactly modulo ``nbytes``; every other term (a stride
+    that is a product of sizes, ``K`` or ``N * K``) must be a multiple of ``nbytes`` on its
+    own, stated exactly as a disjunction over how the factors ``start_d``, ``K``, ... share
+    the divisor. Rejected although aligned: non-constant terms whose remainders cancel in
+    the sum, and windows of window parameters with an unknown stride (``stride(X, d)``),
+    where the start alone must be aligned in that dimension."""
+    esize = v.scalar.nbytes
+    lin, conds, fixes = C(0), [], []
+    for d, w in enumerate(v.idx):
+        st = v.base.strides[d]
+        if st is None:
+            continue  # a distributed dimension (not global memory)
+        start = w[1]
+        cst = const_value(st)
+        if cst is not None:
+            lin = add(lin, mul(start, cst * esize))
+            continue
+        fs_start: list = []
+        fs_stride: list = []
+        k = esize * _factors(start, fs_start) * _factors(st, fs_stride)
+        m = nbytes // gcd(nbytes, k)
+        if m == 1:
+            continue
+        conds.append(_divides(m, fs_start + fs_stride))
+        need = nbytes // gcd(nbytes, esize * _factors(st, []))
+        fixes += [f"`assert {show(f)} % {need} == 0`" for f in fs_stride
+                  if isinstance(f, N.Read) and need > 1]
+    if const_value(lin) != 0:
+        conds.insert(0, cmp("==", mod(lin, nbytes), 0))
+    elems = nbytes // gcd(nbytes, esize)
+    hint = (f"start the window on a multiple of {elems} elements in every dimension whose "
+            f"stride is not a multiple of {nbytes} bytes")
+    if fixes:
+        hint += f", or make the stride a multiple of {nbytes} bytes: " + \
+            " or ".join(dict.fromkeys(fixes))
+    return conj(*conds), hint
+
+
+def gmem_alignment(path, s: N.Call, what: str, v: View, nbytes: int, cs: ConditionSet,
+                   why: str = "") -> None:
+    """Condition: the global-memory argument ``what`` (view ``v``) of call ``s`` starts
+    ``nbytes``-byte aligned, its tensor's base pointer assumed aligned (checked at launch)."""
+    cond, hint = gmem_offset_condition(v, nbytes)
+    multi = sum(1 for d, w in enumerate(v.idx) if v.base.strides[d] is not None
+                and const_value(w[1]) != 0 and const_value(v.base.strides[d]) is None) > 1
+    off = v.start_elems()
+    shows = () if has_stride(off) else (("element offset", off),)
+    cs.add(path, Condition(
+        "instruction", cond,
+        f"{what} must start {nbytes}-byte aligned in global memory{why}: its window starts "
+        f"at element offset {show(off)} of '{v.base.name}' ({v.scalar.nbytes}-byte "
+        f"elements), which must be a multiple of {nbytes // gcd(nbytes, v.scalar.nbytes)}"
+        f"{' (each term with a size-dependent stride on its own)' if multi else ''}",
+        s.srcinfo, hint=hint, shows=shows, fact=f"global-memory alignment of {what}"))
+
+
+def gmem_alignment_requirements(p: N.Procedure) -> dict:
+    """Global-memory parameters of ``p`` that an instruction with a declared ``Aligned``
+    check reads or writes through, directly or in a called proc: name -> ``(bytes,
+    instruction, line)``, the alignment (least common multiple) its base pointer needs.
+    The proofs assume it; the generated entry point checks it at launch."""
+    out: dict = {}
+    for _path, s, scope in walk_views(p):
+        if not isinstance(s, N.Call):
+            continue
+        views = arg_views(s, scope)
+        line = s.srcinfo.line if s.srcinfo else None
+        if s.callee.instr is None:
+            reqs = [(views.get(q), b, who, ln) for q, (b, who, ln)
+                    in gmem_alignment_requirements(s.callee).items()]
+        else:
+            reqs = []
+            for chk in s.callee.instr.checks:
+                v = views.get(chk.param) if isinstance(chk, Aligned) else None
+                if v is not None:
+                    reqs.append((v, _aligned_bytes(s, chk, v), s.callee.name, line))
+        for v, b, who, ln in reqs:
+            if v is None or b <= 0 or not is_gmem(v) or v.base.path is not None:
+                continue  # CPU-scope allocations are cudaMalloc'ed: 256-byte aligned
+            old = out.get(v.base.name)
+            if old is None or b % old[0]:
+                b = b if old is None else b * old[0] // gcd(b, old[0])
+                out[v.base.name] = (b, who, ln)
+    return out
+
+
+def _proc_call_alignment(path, s: N.Call, views: dict, cs) -> None:
+    """At a call of a proc: what its proofs assumed of its global-memory parameters' base
+    pointers holds for the windows passed (the callee's launch check sees only these)."""
+    for q, (b, who, ln) in gmem_alignment_requirements(s.callee).items():
+        v = views.get(q)
+        if v is not None and is_gmem(v):
+            gmem_alignment(path, s, f"argument '{q}' of {s.callee.name}()", v, b, cs,
+                           f" ({who}() at line {ln} in {s.callee.name}() accesses it with "
+                           f"{b}-byte alignment)")
 
 
 def tensor_map_conditions(path, s: N.WindowStmt, v: View, cs: ConditionSet, diags) -> None:
@@ -305,4 +465,5 @@ def tensor_map_conditions(path, s: N.WindowStmt, v: View, cs: ConditionSet, diag
             shows=(("stride bytes", st),), fact=f"global strides of '{tm.name}'"))
 
 
-__all__ = ["declared_conditions", "smem_address", "smem_swizzle", "tensor_map_conditions"]
+__all__ = ["declared_conditions", "gmem_alignment_requirements", "gmem_offset_condition",
+           "smem_address", "smem_swizzle", "tensor_map_conditions"]

@@ -73,10 +73,15 @@ class RegisterCount:
 
 @dataclass(frozen=True, slots=True)
 class Aligned:
-    """The start address of the shared-memory argument ``param`` is a multiple of ``bytes``,
-    or of the bytes of ``elems`` elements when ``elems`` names a size parameter (``cp.async``
-    of ``n`` elements); with ``rows=True`` also every row start (the leading stride in bytes
-    is a multiple of it: ``ldmatrix`` reads 16-byte rows)."""
+    """The start address of the argument ``param`` is a multiple of ``bytes``, or of the
+    bytes of ``elems`` elements when ``elems`` names a size parameter (``cp.async`` of ``n``
+    elements); with ``rows=True`` also every row start (the leading stride in bytes is a
+    multiple of it: ``ldmatrix`` reads 16-byte rows; shared memory only).
+
+    In shared memory the address is the window's place in the static SMEM layout. In global
+    memory it is the tensor's base pointer plus the window's element offset: the offset is
+    checked (a sufficient condition, see ``analysis.instr_checks``) and the base pointer is
+    checked at launch (``exogpu_codegen.host``), since the caller may pass any pointer."""
 
     param: str
     bytes: int = 0

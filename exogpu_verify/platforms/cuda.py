@@ -17,9 +17,11 @@
   (``ld.global.v4.f32``; ``_cs``: ``ld.global.cs.v4.f32``, the evict-first streaming hint for
   data read once). Both are ordinary weak loads (``cuda_in_order_instr``), never the
   non-coherent ``.nc`` path, so any Fence or Await that orders a plain load orders them. The
-  address must be 16-byte aligned: the window starts at an element offset that is a multiple
-  of 4 of a tensor whose base is 16-byte aligned (``cudaMalloc`` returns 256-byte aligned
-  memory; a misaligned vector load faults, it does not read the wrong data).
+  address must be 16-byte aligned (a misaligned vector load faults, it does not read the
+  wrong data): ``checks=(Aligned("src", 16),)`` proves the window starts at an element
+  offset that is a multiple of 4, and the generated entry point checks that the tensor's
+  base pointer is 16-byte aligned (``cudaMalloc`` returns 256-byte aligned memory; a slice
+  passed by the caller need not be).
 
 Codegen convention: see ``exogpu_verify.platforms``. Host copies use the stream variable
 ``exo_cudaStream`` of the generated host code.
@@ -32,7 +34,7 @@ from ..ir.memories import DRAM, CudaGmemLinear, CudaRmem
 from ..ir.timelines import cpu_cuda_stream_instr, cuda_in_order_instr
 from ..ir.units import cuda_thread, cuda_warp, cuda_warpgroup
 from ._ptx import CPP_TYPE, MEMCPY_TYPES, renamed
-from ..ir.checks import RegisterCount
+from ..ir.checks import Aligned, RegisterCount
 
 __all__: list[str] = []
 
@@ -228,7 +230,10 @@ def _ld_v4_codegen(load: str):
 
 
 def _ld_v4(load: str):
-    @instr(timeline=cuda_in_order_instr, unit=cuda_thread, codegen=_ld_v4_codegen(load))
+    # ld.global.v4.f32 faults unless the address is 16-byte aligned (PTX ISA 9.7.9.8, ld:
+    # "the address must be naturally aligned to a multiple of the access size")
+    @instr(timeline=cuda_in_order_instr, unit=cuda_thread, codegen=_ld_v4_codegen(load),
+           checks=(Aligned("src", 16),))
     def ld_v4(dst: [f32][4] @ CudaRmem, src: [f32][4] @ CudaGmemLinear):
         assert stride(dst, 0) == 1
         assert stride(src, 0) == 1

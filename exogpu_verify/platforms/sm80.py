@@ -21,8 +21,9 @@ given as its transpose ``[n, k]`` (the ``.col`` operand).
 Instructions (unit, timeline):
 
 * ``Sm80_cp_async_f32(n, dst, src)``, n in 1, 2, 4; ``Sm80_cp_async_bf16`` / ``_f16``, n in
-  2, 4, 8: 4/8/16-byte asynchronous GMEM -> SMEM copy (the SMEM destination aligned to the
-  copy's bytes: ``checks=(Aligned("dst", elems="n"),)``; ``cuda_thread``,
+  2, 4, 8: 4/8/16-byte asynchronous GMEM -> SMEM copy (the SMEM destination and the GMEM
+  source aligned to the copy's bytes, PTX ISA cp.async: ``checks=(Aligned("dst",
+  elems="n"), Aligned("src", elems="n"))``; ``cuda_thread``,
   ``Sm80_cp_async_instr``); completes through ``Arrive(Sm80_cp_async) >> cg`` on an
   ``Sm80_CommitGroup`` (``cp.async.commit_group`` / ``wait_group``).
 * ``Sm80_ldmatrix_a_x4_{bf16,f16}(dst, src)``: 16x16 SMEM tile -> A fragment;
@@ -67,7 +68,7 @@ def _cp_async_codegen(T):
 
 def _cp_async_f32():
     @instr(timeline=Sm80_cp_async_instr, unit=cuda_thread, codegen=_cp_async_codegen(f32),
-           includes=(HELPERS_KEY,), checks=(Aligned("dst", elems="n"),))
+           includes=(HELPERS_KEY,), checks=(Aligned("dst", elems="n"), Aligned("src", elems="n")))
     def Sm80_cp_async_f32(n: size, dst: [f32][n] @ CudaSmemLinear, src: [f32][n] @ CudaGmemLinear):
         assert n == 1 or n == 2 or n == 4
         assert stride(dst, 0) == 1
@@ -79,7 +80,7 @@ def _cp_async_f32():
 
 def _cp_async_b16(T):
     @instr(timeline=Sm80_cp_async_instr, unit=cuda_thread, codegen=_cp_async_codegen(T),
-           includes=(HELPERS_KEY,), checks=(Aligned("dst", elems="n"),))
+           includes=(HELPERS_KEY,), checks=(Aligned("dst", elems="n"), Aligned("src", elems="n")))
     def cp_async_b16(n: size, dst: [T][n] @ CudaSmemLinear, src: [T][n] @ CudaGmemLinear):
         assert n == 2 or n == 4 or n == 8
         assert stride(dst, 0) == 1
