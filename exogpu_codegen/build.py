@@ -78,7 +78,17 @@ class BuildResult:
 
 
 def find_nvcc() -> str:
-    nv = os.environ.get("EXOGPU_NVCC") or shutil.which("nvcc")
+    env = os.environ.get("EXOGPU_NVCC")
+    if env:  # the user's explicit choice: a bad one is named, not replaced by another nvcc
+        nv = shutil.which(env)
+        if nv is None:
+            why = "is a folder" if Path(env).is_dir() else \
+                "is not executable" if Path(env).exists() else "does not exist"
+            raise usage(f"EXOGPU_NVCC={env} {why}: point it at the nvcc executable (e.g. "
+                        "/usr/local/cuda/bin/nvcc), or unset it to use the nvcc on PATH",
+                        hint="`exogpu-codegen --no-build` emits sources without nvcc")
+        return nv
+    nv = shutil.which("nvcc")
     if not nv:
         cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / "nvcc"
         nv = str(cuda) if cuda.exists() else None
@@ -93,8 +103,16 @@ def find_nvcc() -> str:
 def nvcc_version(nvcc: str) -> str:
     try:
         out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
-    except OSError as e:
-        raise usage(f"cannot run {nvcc}: {e}") from None
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise usage(f"cannot run {nvcc}: {e}",
+                    hint="install the CUDA toolkit (12.4 or newer), or set EXOGPU_NVCC to its "
+                         "nvcc") from None
+    if out.returncode != 0 or "nvcc" not in out.stdout + out.stderr:
+        said = " ".join((out.stdout + out.stderr).split())[:200] or "no output"
+        raise usage(f"{nvcc} does not work as nvcc: `{nvcc} --version` exited with status "
+                    f"{out.returncode} ({said})",
+                    hint="install the CUDA toolkit (12.4 or newer), or set EXOGPU_NVCC to its "
+                         "nvcc")
     return out.stdout.strip()
 
 

@@ -5,7 +5,9 @@ Generates ``DIR/<proc>.cu`` for every module-level proc of the given files/folde
 each with nvcc (``DIR/<proc>.so``), printing ptxas' report (registers, stack frame, spills,
 performance warnings) and the health rules of ``health.py`` (SASS: no local memory, wgmma not
 serialized). Exit status as for ``exogpu-verify``: 0 all generated (and built healthy), 1 a
-user error, a refusal by the proof gate or an unhealthy build, 2 bad usage.
+user error, a refusal by the proof gate, an unhealthy build or no working nvcc (reported
+once, before anything is generated), 2 bad usage (including PATHs without a proc and an
+output folder that cannot be written), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ import json
 import sys
 from pathlib import Path
 
-from exogpu_verify.loader import (UsageError, find_files, load_module, module_bindings,
-                                    name_clashes)
+from exogpu_verify.loader import (UsageError, ensure_folder, find_files, load_module,
+                                  module_bindings, name_clashes)
 from exogpu_verify.errors import ExoGpuError
 
-from .build import build
+from .build import build, find_nvcc, nvcc_version
 from .errors import usage
 from .generate import ARCHS, generate
 from .health import check_health
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,14 +52,31 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:
         return EXIT_USAGE if e.code not in (0, None) else EXIT_OK
     try:
-        files = find_files(args.paths)
+        return _run(args)
     except UsageError as e:
-        print(f"exogpu-codegen: {e}", file=sys.stderr)
+        print(f"exogpu-codegen: usage error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("exogpu-codegen: interrupted (Ctrl-C); nothing more was generated",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args) -> int:
+    files = find_files(args.paths)
+    ensure_folder("-o/--output", args.output)
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
+    if not args.no_build:
+        try:  # once, not once per proc: without nvcc no proc builds
+            nvcc_version(find_nvcc())
+        except ExoGpuError as e:
+            print(f"exogpu-codegen: {e.diagnostic.message}", file=sys.stderr)
+            if e.diagnostic.hint:
+                print(f"  hint: {e.diagnostic.hint}", file=sys.stderr)
+            return EXIT_ERROR
     errors = 0
     summary = []
+    found = 0
     for f in files:
         mod, diag = load_module(f)
         if diag is not None:
@@ -64,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
             errors += 1
             continue
         bound = module_bindings(mod)
+        found += len(bound)
         # sources are named by binding, but the proof gate finds certificates by the proc's
         # name: different procs sharing one cannot both pass it
         clashes = {} if args.unchecked else \
@@ -81,14 +102,14 @@ def main(argv: list[str] | None = None) -> int:
                 g = generate(p, arch=args.arch, unchecked=args.unchecked,
                              proof_dir=args.certificates)
                 src = out / f"{name}.cu"
-                src.write_text(g.source)
+                _write(src, g.source)
                 rec["source"] = str(src)
                 line = f"{name}: {src}"
                 if not args.no_build:
                     b = build(g.source, p.name, args.arch,
                               dynamic_smem={k.name: k.smem_bytes for k in g.kernels})
                     lib = out / f"{name}.so"
-                    lib.write_bytes(b.library.read_bytes())
+                    _write(lib, b.library.read_bytes())
                     rec["library"] = str(lib)
                     rec["resources"] = [r.to_json() for r in b.resources]
                     res = "; ".join(r.summary() for r in b.resources)
@@ -129,9 +150,27 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{f}: {p.name}: internal error (this is a bug in exogpu-codegen): "
                       f"{type(e).__name__}: {e}", file=sys.stderr)
             summary.append(rec)
+    if not found and not errors:
+        raise UsageError(f"no @proc in {', '.join(args.paths)} ({len(files)} .py files); "
+                         "decorate the kernel's def with @proc (from exogpu_verify import *), "
+                         "or bind a proc a factory builds at module level "
+                         "(gemm = make_gemm(...))")
     if args.json:
         print(json.dumps(summary, indent=2))
     return EXIT_ERROR if errors else EXIT_OK
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    """Write an output file; a path that cannot take it is the user's error, named."""
+    try:
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data)
+    except OSError as e:
+        why = "a folder is in the way" if path.is_dir() else (e.strerror or str(e))
+        raise usage(f"cannot write {path} ({why})",
+                    hint="choose another output folder with -o DIR, or remove what is there")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,10 @@ it reports it. Stages run in order and stop at the first that finds errors: stat
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
+from pathlib import Path
 
 from .errors import ExoGpuError, user_error
 from .ir.nodes import Procedure
@@ -46,7 +49,9 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
     if mode is None:
         mode = "concrete" if sizes is not None else "auto"
     if not isinstance(p, Procedure):
-        raise TypeError(f"verify() expects a @proc, not {type(p).__name__}")
+        fix = " (decorate its def with @proc, from exogpu_verify import *)" \
+            if callable(p) else ""
+        raise TypeError(f"verify() expects a @proc, not {type(p).__name__}{fix}")
     if mode not in MODES:
         raise ValueError(f"verify(mode=...) must be one of {', '.join(MODES)}, not {mode!r}")
     if sizes is not None:
@@ -56,6 +61,7 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
                              + "; ".join(problems), p.srcinfo,
                              hint="give every size parameter a positive integer that "
                                   "satisfies the proc's asserts")
+        sizes = _as_ints(sizes)
     stages: list[str] = []
     try:
         diags = _static_analyses(p, stages)
@@ -83,6 +89,15 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
     conc_sizes, origin = sizes, "the sizes given"
     if conc_sizes is None:
         conc_sizes, origin = _module_sizes(p), "the module's VERIFY_SIZES"
+        bad = module_sizes_problems(p, missing=True)
+        if bad:
+            d = Diagnostic.at("usage", f"the module's VERIFY_SIZES cannot be used to check "
+                              f"{p.name}: " + "; ".join(bad),
+                              module_setting_at(p, "VERIFY_SIZES"), hint=_VERIFY_SIZES_HINT)
+            reason = (f"symbolic check inconclusive ({sym_reason}); " if sym_reason else "") \
+                + "the module's VERIFY_SIZES is unusable for the concrete fallback"
+            return Report(p.name, "unknown", (d,), reason, None, stages=tuple(stages),
+                          seconds=time.perf_counter() - t0)
     if conc_sizes is None and not any(not prm.is_data for prm in p.params):
         conc_sizes, origin = {}, None  # nothing to choose: no size parameters
     if conc_sizes is None:
@@ -97,11 +112,14 @@ def _verify(p, sizes, mode, timeout_s) -> Report:
     from .amir import check_sync_concrete
 
     stages.append("concrete")
-    conc_sizes = {k: v for k, v in conc_sizes.items() if p.param(k) is not None}
+    conc_sizes = _as_ints({k: v for k, v in conc_sizes.items() if p.param(k) is not None})
     try:
         verdict, diags, witness, reason = check_sync_concrete(
             p, conc_sizes, deadline=time.perf_counter() + timeout_s)
     except Exception as e:  # a bug in exogpu: not a verdict on the user's program
+        if _out_of_memory(e):  # ... unless the sizes are too large for this machine
+            return Report(p.name, "unknown", (), _too_big(conc_sizes, e), conc_sizes,
+                          stages=tuple(stages), seconds=time.perf_counter() - t0)
         d = Diagnostic.at("internal", f"concrete checker crashed: {type(e).__name__}: {e}",
                           p.srcinfo)
         return Report(p.name, "unknown", (d,), "internal error in the concrete checker (this "
@@ -145,8 +163,14 @@ def _symbolic(p, sizes, mode, timeout_s, stages, t0):
             if key in seen:
                 continue
             seen.add(key)
-            verdict, diags, witness, reason = check_sync_concrete(
-                p, wsizes, deadline=time.perf_counter() + timeout_s)
+            try:
+                verdict, diags, witness, reason = check_sync_concrete(
+                    p, wsizes, deadline=time.perf_counter() + timeout_s)
+            except Exception as e:  # noqa: BLE001 - a bug in exogpu (or no memory): fall back
+                _LAST_REASON[p.name] = (f"obligation '{ob.name}' not discharged, and its "
+                                        f"concrete replay at {wsizes} failed: "
+                                        f"{type(e).__name__}: {e}")
+                return None
             if verdict == "refuted":
                 return Report(p.name, "refuted", tuple(diags),
                               f"{reason}; smallest failing sizes found symbolically: "
@@ -167,23 +191,30 @@ def timeout_for(p: Procedure, timeout_s: float | None = None) -> float:
     when its procs need more than 60 s of wall clock on a loaded machine, so that their
     verdicts do not depend on the load. A bad value is a usage error naming it."""
     if timeout_s is not None:
-        return timeout_s
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or \
+                not math.isfinite(timeout_s) or timeout_s <= 0:
+            raise ValueError(f"verify(timeout_s=...) must be a positive number of seconds, "
+                             f"not {timeout_s!r}")
+        return float(timeout_s)
     mod = p.module
     v = mod.get("VERIFY_TIMEOUT") if isinstance(mod, dict) else None
     if v is None:
         return DEFAULT_TIMEOUT_S
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or \
+            not math.isfinite(v):
         raise user_error("usage", f"VERIFY_TIMEOUT = {v!r} in the module of {p.name} must be "
                          "a positive number of seconds", p.srcinfo,
                          hint="set VERIFY_TIMEOUT = 600, say, or remove it (default 60 s)")
     return float(v)
 
 
-def size_problems(p: Procedure, sizes: dict) -> list[str]:
+def size_problems(p: Procedure, sizes: dict, complete: bool = True) -> list[str]:
     """What is wrong with concrete ``sizes`` for ``p``, one message per problem, each naming
     the size: a name that is no control parameter, a missing or non-integer value, a size
     that is not positive, an ``assert`` the values violate (stride asserts are not checked:
-    strides are not sizes). Empty when the sizes are usable."""
+    strides are not sizes). Empty when the sizes are usable. ``complete=False``: sizes that
+    may leave some out (a module's ``VERIFY_SIZES``): a missing value is no problem, and the
+    asserts are checked only when every size is given."""
     from .amir.evaluate import ev
     from .ir.printer import expr_str
 
@@ -199,14 +230,14 @@ def size_problems(p: Procedure, sizes: dict) -> list[str]:
         elif prm.type.name == "bool":
             if not isinstance(v, bool) and v not in (0, 1):
                 out.append(f"{k} must be a bool, got {v!r}")
-        elif isinstance(v, bool) or not isinstance(v, int):
+        elif isinstance(v, bool) or not isinstance(v, numbers.Integral):
             out.append(f"{k} must be an integer, got {v!r}")
         elif prm.type.name == "size" and v <= 0:
             out.append(f"{k} must be positive (a size), got {v}")
     missing = [k for k in ctrl if k not in sizes]
-    if missing:
+    if missing and complete:
         out.append(f"no value for {', '.join(missing)}")
-    if out:
+    if out or missing:
         return out
     for pred in p.preds:
         if _mentions_stride(pred):
@@ -227,6 +258,60 @@ def _mentions_stride(e) -> bool:
         return True
     return any(_mentions_stride(getattr(e, f)) for f in ("lhs", "rhs", "arg")
                if hasattr(e, f))
+
+
+_VERIFY_SIZES_HINT = ("set VERIFY_SIZES = {\"N\": 1024, ...} in the module: a positive integer "
+                      "for each size parameter, satisfying the proc's asserts (or pass sizes=)")
+
+
+def module_sizes_problems(p: Procedure, missing: bool = False) -> list[str]:
+    """What is wrong with the ``VERIFY_SIZES`` of ``p``'s module for ``p`` (empty when it is
+    absent or usable): not a dict, a value of one of ``p``'s size parameters that is no
+    positive integer, values violating an assert; with ``missing``, also a size it gives no
+    value for (a module may set VERIFY_SIZES for some of its procs only)."""
+    mod = p.module
+    if not isinstance(mod, dict) or "VERIFY_SIZES" not in mod:
+        return []
+    vs = mod["VERIFY_SIZES"]
+    if not isinstance(vs, dict):
+        return [f"VERIFY_SIZES = {vs!r} must be a dict of size name -> int"]
+    mine = {k: v for k, v in vs.items() if isinstance(k, str) and p.param(k) is not None}
+    return size_problems(p, mine, complete=missing)
+
+
+def module_setting_at(p: Procedure, name: str):
+    """Where the module of ``p`` assigns ``name`` (``VERIFY_SIZES = ...``), else ``p``'s
+    def: the place a diagnostic about that setting points at."""
+    import ast
+
+    from .ir.srcinfo import SrcInfo
+
+    si = p.srcinfo
+    try:
+        tree = ast.parse(Path(si.file).read_text(), filename=si.file)
+    except (AttributeError, TypeError, OSError, SyntaxError, ValueError):
+        return si
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                              for t in st.targets):
+            return SrcInfo(si.file, st.lineno, st.col_offset)
+    return si
+
+
+def _as_ints(sizes: dict) -> dict:
+    """Sizes checked by ``size_problems``, as Python ints (numpy integers accepted)."""
+    return {k: (v if isinstance(v, bool) else int(v)) for k, v in sizes.items()}
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    """numpy's way of saying the sizes need more memory than there is."""
+    return isinstance(e, MemoryError) or "array is too big" in str(e)
+
+
+def _too_big(sizes: dict, e: BaseException) -> str:
+    return (f"the concrete check at {sizes_text(sizes)} needs more memory than this machine "
+            f"has ({type(e).__name__}: {e}); check at smaller sizes (the all-size proof "
+            "needs none)")
 
 
 def _module_sizes(p: Procedure) -> dict | None:

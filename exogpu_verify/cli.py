@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .api import MODES, size_problems, timeout_for, verify
+from .api import (MODES, module_setting_at, module_sizes_problems, size_problems,
+                  timeout_for, verify)
 from .errors import ExoGpuError
 from .parallel import Failed, Job, context, default_jobs, inherits_memory, run_jobs
 from .ir.nodes import Procedure
-from .loader import (UsageError, find_files, load_module, module_bindings, module_procs,
-                     name_clashes)
+from .loader import (UsageError, ensure_folder, find_files, load_module, module_bindings,
+                     module_procs, name_clashes)
 from .report import Diagnostic, Report
 
 EXIT_OK, EXIT_REFUTED, EXIT_USAGE, EXIT_UNKNOWN = 0, 1, 2, 3
@@ -180,11 +182,21 @@ def _select(targets: list[Target], wanted: list[str]) -> list[Target]:
     return [t for t in targets if t.name in names or t.proc.name in names]
 
 
-def _sizes_for(targets: list[Target], sizes: dict | None) -> dict[int, dict | None]:
+def _sizes_for(targets: list[Target], sizes: dict | None, mode: str = "auto"
+               ) -> dict[int, dict | None]:
     """The sizes each target is checked at (``None``: its module's VERIFY_SIZES); usage
     errors name the size: one no proc has, one a proc needs but is not given, values that
-    violate a proc's asserts."""
+    violate a proc's asserts; without ``--sizes``, a module's VERIFY_SIZES whose values
+    could not be checked at (named with its file and line, as a bad VERIFY_TIMEOUT is)."""
     if sizes is None:
+        for t in targets if mode != "symbolic" else ():
+            problems = module_sizes_problems(t.proc)
+            if problems:
+                si = module_setting_at(t.proc, "VERIFY_SIZES")
+                raise UsageError(f"{si.file}:{si.line}: VERIFY_SIZES, the sizes {t.label} is "
+                                 "checked at when its all-size proof is inconclusive: "
+                                 + "; ".join(problems) + " (give each size parameter a "
+                                 "positive integer, or pass --sizes)")
         return {id(t): None for t in targets}
     known = {prm.name for t in targets for prm in t.proc.params if not prm.is_data}
     for k in sizes:
@@ -225,11 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs is not None and args.jobs < 1:
         out.usage_error(f"-j/--jobs must be at least 1, got {args.jobs}")
         return EXIT_USAGE
-    if args.timeout is not None and args.timeout <= 0:
-        out.usage_error("--timeout must be positive")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        out.usage_error(f"--timeout must be a positive number of seconds, got {args.timeout}")
         return EXIT_USAGE
     if args.recheck:
-        return recheck_main(args, out)
+        try:
+            return recheck_main(args, out)
+        except KeyboardInterrupt:  # while importing a certificate's source
+            out.interrupted(0, None, "certificate(s)")
+            return EXIT_INTERRUPTED
     t0 = time.perf_counter()
     try:
         if not args.paths:
@@ -238,13 +254,19 @@ def main(argv: list[str] | None = None) -> int:
         if args.certificates and args.mode == "concrete":
             raise UsageError("--certificates needs proofs: use --mode auto or symbolic")
         find_files(args.paths)  # every PATH exists before anything is imported
+        for opt, d in (("--certificates", args.certificates), ("--report", args.report)):
+            if d:
+                ensure_folder(opt, d, keep=False)
         targets, load_errors = _load(args, out)
         targets = _select(targets, args.proc)
-        per_target = _sizes_for(targets, sizes)
+        per_target = _sizes_for(targets, sizes, args.mode)
         timeouts = _timeouts_for(targets, args.timeout)
     except UsageError as e:
         out.usage_error(str(e))
         return EXIT_USAGE
+    except KeyboardInterrupt:  # while importing the user's modules
+        out.interrupted(0, None)
+        return EXIT_INTERRUPTED
     reports: list[Report] = []
     cert_paths: dict = {}
     pages: list[tuple[str, str, str]] = []
@@ -383,8 +405,13 @@ def _find_source(source: str, cert: Path) -> Path | None:
 def recheck_main(args, out) -> int:
     """``--recheck DIR``: every certificate re-derived from its program; see recheck.py."""
     from .recheck import RecheckResult, read_certificate
+    from .symbolic.certificates import cert_name
 
     d = Path(args.recheck)
+    if d.is_file():
+        out.usage_error(f"--recheck {args.recheck}: this is a file; --recheck takes the folder "
+                        f"of certificates (--recheck {d.parent})")
+        return EXIT_USAGE
     if not d.is_dir():
         out.usage_error(f"--recheck: no such folder {args.recheck}")
         return EXIT_USAGE
@@ -424,6 +451,14 @@ def recheck_main(args, out) -> int:
                 (f"proc: {data['source']} defines {len(cands)} different procs named "
                  f"{data['proc']!r}; give each its own name (exogpu_verify.schedule.rename)")
             results.append(RecheckResult(f, False, [why], proc=data["proc"]))
+            continue
+        want = cert_name(cands[0])
+        if f.name != want:
+            results.append(RecheckResult(f, False, [
+                f"file name: this is the certificate of {data['proc']} of {data['source']}, "
+                f"which is named {want}: the codegen gate looks it up by that name, so "
+                f"rename the file to {want} (or re-run exogpu-verify --certificates)"],
+                proc=data["proc"]))
             continue
         try:
             tmo = timeout_for(cands[0], args.timeout)

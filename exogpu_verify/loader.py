@@ -7,7 +7,10 @@ a failure becomes a located ``Diagnostic``.
 from __future__ import annotations
 
 import ast
+import contextlib
+import dataclasses
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -33,37 +36,76 @@ def find_files(paths: list[str]) -> list[Path]:
     return files
 
 
+def ensure_folder(opt: str, d: str, keep: bool = True) -> None:
+    """Check that files can be written into the output folder ``d`` of option ``opt``, before
+    any proc is checked, or raise a ``UsageError`` naming the option and why. The folders made
+    to find out are removed again unless ``keep`` (a run that writes nothing leaves none)."""
+    path = Path(d)
+    made = [q for q in [path, *path.parents] if not q.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".exogpu-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        why = "it is a file, not a folder" if path.exists() and not path.is_dir() else \
+            (e.strerror or str(e))
+        raise UsageError(f"{opt} {d}: cannot write there ({why}); name a folder you can "
+                         "write to") from None
+    finally:
+        for q in made if not keep else ():
+            with contextlib.suppress(OSError):
+                q.rmdir()
+
+
 def load_module(path: Path):
     """Import a file as a module; returns (module, None) or (None, Diagnostic)."""
     name = "exogpu_user_" + "_".join(path.with_suffix("").parts[-3:]).replace("-", "_")
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
-        return None, Diagnostic("usage", f"cannot import {path}", str(path), 1, 0)
+        return None, Diagnostic("usage", f"cannot import {path}: it is not a Python module "
+                                "(.py)", str(path), None, None,
+                                hint="name the .py files (or their folders) that define the "
+                                     "procs")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         spec.loader.exec_module(mod)
     except ExoGpuError as e:
-        return None, e.diagnostic
+        d = e.diagnostic
+        if d.file is None:  # raised without a location (e.g. ``proc(lambda: ...)``)
+            d = dataclasses.replace(d, file=str(path), line=_user_line(e, path), col=0)
+        return None, d
     except SyntaxError as e:
         return None, Diagnostic("syntax", f"Python syntax error: {e.msg}", e.filename or str(path),
-                                e.lineno, (e.offset or 1) - 1)
+                                e.lineno or None, (e.offset or 1) - 1)
+    except SystemExit as e:  # sys.exit() at import: would end exogpu-verify silently
+        return None, Diagnostic("usage", f"importing {path} called sys.exit({e.code!r})",
+                                str(path), _user_line(e, path), 0,
+                                hint="a module whose procs are checked must not exit when "
+                                     "imported: put script code under "
+                                     "`if __name__ == \"__main__\":`")
     except Exception as e:  # noqa: BLE001 - user module code failed; report, no traceback
-        tb = e.__traceback__
-        line = None
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == str(path) or \
-                    Path(tb.tb_frame.f_code.co_filename).resolve() == path.resolve():
-                line = tb.tb_lineno
-            tb = tb.tb_next
         return None, Diagnostic("usage", f"importing {path} raised {type(e).__name__}: {e}",
-                                str(path), line, 0,
+                                str(path), _user_line(e, path), 0,
                                 hint="the module must import cleanly before its procs can be "
                                      "checked")
     finally:
         sys.path.pop(0)
     return mod, None
+
+
+def _user_line(e: BaseException, path: Path) -> int | None:
+    """The last line of ``path`` on the traceback of ``e`` (where the user's code raised)."""
+    tb = e.__traceback__
+    line = None
+    while tb is not None:
+        fn = tb.tb_frame.f_code.co_filename
+        if fn == str(path) or Path(fn).resolve() == path.resolve():
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
 
 
 def module_bindings(mod) -> list[tuple[str, Procedure]]:

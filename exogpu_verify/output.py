@@ -89,8 +89,11 @@ class Output:
         with prog:
             yield bar
 
-    def interrupted(self, done: int, total: int, what: str = "proc(s)") -> None:
-        msg = f"interrupted (Ctrl-C) after {done} of {total} {what}; nothing more was checked"
+    def interrupted(self, done: int, total: int | None, what: str = "proc(s)") -> None:
+        """Ctrl-C after ``done`` of ``total`` checks (``total`` None: while importing)."""
+        msg = f"interrupted (Ctrl-C) after {done} of {total} {what}; nothing more was checked" \
+            if total is not None else "interrupted (Ctrl-C) while importing the modules; " \
+            "nothing was checked"
         if self.json_mode:
             print(json.dumps({"error": "interrupted", "message": msg}))
         else:

@@ -74,6 +74,9 @@ def read_certificate(path) -> tuple[dict | None, list[str]]:
     except json.JSONDecodeError as e:
         return None, [f"not valid JSON (truncated?): {e.msg} at line {e.lineno}, column "
                       f"{e.colno}"]
+    except RecursionError:  # Python's parser gives up on deep nesting: no certificate is
+        return None, ["not a certificate: its JSON nests lists or objects too deeply to parse "
+                      "(a certificate is an object a few levels deep)"]
     if not isinstance(data, dict):
         return None, [f"wrong JSON type: the file holds {_jtype(data)}, a certificate is a "
                       "JSON object"]

@@ -109,8 +109,8 @@ def _excerpt(srcinfo: SrcInfo | None) -> list[str]:
 def render(d: Diagnostic) -> str:
     """Render a diagnostic as ``file:line:col: kind error: message`` plus excerpt and hint."""
     where = ""
-    if d.file:
-        where = f"{d.file}:{d.line or 0}:{(d.col or 0) + 1}: "
+    if d.file:  # a file-level problem (no line) is not shown at a made-up line 0
+        where = f"{d.file}:{d.line}:{(d.col or 0) + 1}: " if d.line else f"{d.file}: "
     label = "error" if d.kind != "internal" else "internal error (this is a bug in exogpu)"
     lines = [f"{where}{d.kind} {label}: {d.message}"]
     lines += _excerpt(d.srcinfo)
