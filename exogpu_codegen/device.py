@@ -167,6 +167,8 @@ class KernelGen:
                 raise not_supported(f"mbarrier '{b.name}' arrived on by {n} threads here but "
                                     f"{b.count} elsewhere (one arrive count per barrier)", st)
             b.count = n
+            if any(S.multicast_factor(t, b) > 1 for t in st.targets):
+                b.remote_arrive = True
             if not st.L1 <= S.cuda_temporal:
                 b.async_arrive = True
         for b in out.values():
@@ -740,7 +742,10 @@ class KernelGen:
         proxy = S.mbar_await_proxy(s, b)
         slot, j = S.slot_index(b, s.target, ctx.ctl, s)
         addr = S.slot_addr(b, slot)
-        wait = f"exo_mbar_wait({addr}, {S.parity(b, j)});"
+        # arrives from other CTAs are release.cluster: only an acquire.cluster wait
+        # synchronizes with them (prelude, exo_mbar_wait_cluster)
+        fn = "exo_mbar_wait_cluster" if b.remote_arrive else "exo_mbar_wait"
+        wait = f"{fn}({addr}, {S.parity(b, j)});"
         fence = " " + S.proxy_fence(self.proxy) if proxy else ""
         if j is None:
             L(wait + fence)

@@ -57,6 +57,7 @@ class BarInfo:
     count: int = 0
     base: str = ""
     async_arrive: bool = False  # some Arrive's first timeline is not cuda_temporal
+    remote_arrive: bool = False  # some Arrive targets other CTAs (release.cluster arrives)
 
     @property
     def nslots(self) -> int:

@@ -77,3 +77,21 @@ def test_warp_overwrite_after_its_wait_is_proven_in_both_modes():
 
     assert verify(LP.warp_overwrite, mode="symbolic").verdict == "proven"
     assert verify(LP.warp_overwrite, sizes={"N": 3}, mode="concrete").verdict == "checked"
+
+
+def test_wait_on_an_mbarrier_other_ctas_arrive_on_is_acquire_cluster():
+    """A remote (multicast) Arrive is ``mbarrier.arrive.release.cluster``: the wait that pairs
+    with it must be ``try_wait.parity.acquire.cluster`` (the default scope is ``.cta``, whose
+    acquire does not synchronize with another CTA's release). A barrier only its own CTA
+    arrives on keeps the ``.cta`` wait."""
+    from exogpu_verify import verify
+
+    assert verify(LP.cluster_handoff, mode="symbolic").verdict == "proven"
+    lines = src(LP.cluster_handoff).splitlines()
+    body = lines[next(k for k, ln in enumerate(lines) if "exo_kernel0_" in ln
+                      and "__grid_constant__" in ln):]
+    waits = [ln.strip() for ln in body if "exo_mbar_wait" in ln]
+    assert len(waits) == 2, waits
+    assert waits[0].startswith("exo_mbar_wait_cluster(exo_smem_sh + 0u"), waits   # z
+    assert waits[1].startswith("exo_mbar_wait(exo_smem_sh + 8u"), waits           # w
+    assert "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64" in "\n".join(lines)

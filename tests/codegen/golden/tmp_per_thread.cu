@@ -92,6 +92,22 @@ __device__ __forceinline__ void exo_mbar_wait(uint32_t addr, uint32_t parity) {
 #endif
   } while (!done);
 }
+// the wait of an mbarrier that other CTAs of the cluster arrive on: their arrives are
+// release.cluster, and a release synchronizes only with an acquire whose scope includes the
+// releasing thread (PTX ISA, memory consistency model: morally strong), so the wait is
+// acquire.cluster (the default, acquire.cta, would not make their earlier writes visible)
+__device__ __forceinline__ void exo_mbar_wait_cluster(uint32_t addr, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(addr), "r"(parity) : "memory");
+#else  // no clusters before sm_90: never called there
+    exo_mbar_wait(addr, parity);
+    done = 1;
+#endif
+  } while (!done);
+}
 
 #define EXO_TRY(x) do { const int exo_e = int(x); if (exo_e != 0) return exo_e; } while (0)
 enum { EXO_ERR_TMAP_STRIDE = 100001, EXO_ERR_TMAP_DRIVER = 100002, EXO_ERR_TMAP_BASE = 200000 };

@@ -99,3 +99,28 @@ def warp_overwrite(N: size, A: f32[N, 64] @ CudaGmemLinear, C: f32[N, 64] @ Cuda
                 D[task, t] = x[t + 32]
                 D[task, t + 32] = x[t]
             Fence(cuda_in_order, cuda_in_order)
+
+
+@proc
+def cluster_handoff(N: size, A: f32[N, 2, 128] @ CudaGmemLinear,
+                    B: f32[N, 2, 128] @ CudaGmemLinear):
+    """Each CTA of a 2-CTA cluster writes its half of ``B`` (ordinary global stores), arrives
+    on both CTAs' mbarriers (``z[0:2]``), and reads the other CTA's half after its wait. The
+    remote arrive is ``release.cluster``; it synchronizes only with an ``acquire.cluster``
+    wait (PTX memory model: the scopes must include each other), so the wait on ``z`` must not
+    be the default ``acquire.cta`` form. ``w`` is arrived on by its own CTA only."""
+    with CudaDeviceFunction(blockDim=128, clusterDim=2):
+        for task in cuda_tasks(0, N):
+            z: barrier[2] @ CudaMbarrier
+            w: barrier[2] @ CudaMbarrier
+            for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                for t in cuda_threads(0, 128, unit=cuda_thread):
+                    B[task, cta, t] = A[task, cta, t]
+                Arrive(cuda_in_order) >> z[0:2]
+                Arrive(cuda_in_order) >> w[cta]
+            for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                Await(z[cta], cuda_in_order, 0)
+                Await(w[cta], cuda_in_order, 0)
+                for t in cuda_threads(0, 128, unit=cuda_thread):
+                    A[task, 1 - cta, t] = B[task, 1 - cta, t] + 1.0
+            Fence(cuda_in_order, cuda_in_order)
