@@ -95,3 +95,17 @@ def test_wait_on_an_mbarrier_other_ctas_arrive_on_is_acquire_cluster():
     assert waits[0].startswith("exo_mbar_wait_cluster(exo_smem_sh + 0u"), waits   # z
     assert waits[1].startswith("exo_mbar_wait(exo_smem_sh + 8u"), waits           # w
     assert "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64" in "\n".join(lines)
+
+
+def test_wgmmas_on_parts_of_a_lazily_zeroed_tile_are_refused():
+    """``wgmma_zero`` sets the tile's one scale-d flag and the next wgmma on the tile consumes
+    it: a second wgmma on the other half of the tile would accumulate onto uninitialised
+    registers, while the checkers (zero per element) prove the program. Codegen refuses it
+    with the statement's location instead of generating wrong arithmetic."""
+    from exogpu_verify import ExoGpuError, verify
+
+    assert verify(LP.lazy_zero_split, mode="symbolic").verdict == "proven"
+    with pytest.raises(ExoGpuError) as e:
+        src(LP.lazy_zero_split)
+    assert "part of the accumulator tile 'D'" in str(e.value)
+    assert e.value.diagnostic.line is not None

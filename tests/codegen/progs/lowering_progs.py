@@ -124,3 +124,56 @@ def cluster_handoff(N: size, A: f32[N, 2, 128] @ CudaGmemLinear,
                 for t in cuda_threads(0, 128, unit=cuda_thread):
                     A[task, 1 - cta, t] = B[task, 1 - cta, t] + 1.0
             Fence(cuda_in_order, cuda_in_order)
+
+
+def make_lazy_zero():
+    """One warpgroup zeroes its 64 x 64 accumulator lazily (``wgmma_zero``) and runs two
+    m64n32 wgmmas on the two halves of the tile. The checkers model the zero per element
+    (each half's first wgmma writes its zeros), and both prove it; the generated lazy-zero
+    flag is one per tile, so the second half's wgmma would run with scale-d = 1 on
+    uninitialised registers: code generation refuses it."""
+    wg_n = Sm90_wgmma_ss(bf16, 32, 128, 128)
+    zero = Sm90_wgmma_zero(64)
+    load = Sm90_tma_load(2, bf16)
+
+    @proc
+    def lazy_zero(M: size, A: bf16[M, 64] @ CudaGmemLinear, B: bf16[64, 64] @ CudaGmemLinear,
+                  C: f32[M, 64] @ CudaGmemLinear):
+        assert M % 64 == 0
+        tA = A[:, :] @ Sm90_tensorMap(128, 64, 64)
+        tB = B[:, :] @ Sm90_tensorMap(128, 64, 64)
+        with CudaDeviceFunction(blockDim=128):
+            for m in cuda_tasks(0, M / 64):
+                sA: bf16[64, 64] @ Sm90_SmemSwizzled(128)
+                sB: bf16[64, 64] @ Sm90_SmemSwizzled(128)
+                raw: barrier @ CudaMbarrier
+                cg: barrier @ Sm90_WgmmaCommitGroup
+                D: f32[4, 32, 8, 2, 2] @ Sm90_RmemMatrixD
+                for w in cuda_threads(0, 1, unit=cuda_warp):
+                    load(64, 64, sA[:, :], tA[m * 64:m * 64 + 64, :]) >> raw
+                    load(64, 64, sB[:, :], tB[:, :]) >> raw
+                    for t in cuda_threads(0, 1, unit=cuda_thread):
+                        Arrive(cuda_temporal) >> raw
+                Await(raw, cuda_generic_and_async_proxy, 0)
+                zero(D[:, :, :, :, :])
+                Fence(wgmma_fence_1, wgmma_fence_2)
+                for kk in seq(0, 4):
+                    wg_n(D[:, :, 0:4, :, :], sA[:, kk * 16:kk * 16 + 16],
+                         sB[0:32, kk * 16:kk * 16 + 16])
+                    wg_n(D[:, :, 4:8, :, :], sA[:, kk * 16:kk * 16 + 16],
+                         sB[32:64, kk * 16:kk * 16 + 16])
+                Arrive(wgmma_async) >> cg
+                Await(cg, cuda_in_order, 0)
+                for w in cuda_threads(0, 4, unit=cuda_warp):
+                    for lane in cuda_threads(0, 32, unit=cuda_thread):
+                        for nb in seq(0, 8):
+                            for h in seq(0, 2):
+                                for c in seq(0, 2):
+                                    C[m * 64 + w * 16 + h * 8 + lane / 4,
+                                      nb * 8 + (lane % 4) * 2 + c] = D[w, lane, nb, h, c]
+                Fence(cuda_in_order, cuda_generic_and_async_proxy)
+
+    return lazy_zero
+
+
+lazy_zero_split = make_lazy_zero()
