@@ -151,6 +151,14 @@ class KernelGen:
             if isinstance(s, N.BarrierAlloc):
                 b = S.make_bar(s, pth, self.sharding.get(pth), self.B, self._fresh(s.name))
                 out[pth] = b
+        # mbarriers some copy completes on (``tma(...) >> z[...]``)
+        copied = set()
+        for si in self.ci.stmts:
+            st = si.stmt
+            if isinstance(st, N.Call) and st.barriers and si.mapping is not None:
+                b = self._resolve_bar(st.barriers[0].name, si.path, out)
+                if b is not None:
+                    copied.add(id(b))
         # arrive counts and async-ness, from every Arrive statement
         for si in self.ci.stmts:
             st = si.stmt
@@ -162,8 +170,19 @@ class KernelGen:
             S.check_mbar_arrive(st)
             loops: list = []
             conds = S.enclosing_ifs(self.p.body, si.path, loops)
-            n = S.arrive_threads(si, st.targets[0], b, self.B, conds, loops) * \
+            ctas: list = []
+            n = S.arrive_threads(si, st.targets[0], b, self.B, conds, loops, ctas) * \
                 S.multicast_factor(st.targets[0], b)
+            if id(b) in copied and any(c != set(range(self.C)) for c in ctas):
+                # the checkers order each copy's expect_tx (issued by a thread of the CTA
+                # whose mbarrier it arms) before every Arrive of that CTA on the element
+                # (amir/phases.py, copy issues); a CTA must therefore arrive on its own
+                # element in every phase, or its phase could complete on other CTAs'
+                # arrivals alone, before its expect_tx
+                raise not_supported(f"an Arrive on mbarrier '{b.name}', which copies complete "
+                                    "on, that does not arrive from every CTA of the cluster",
+                                    st, hint="let a thread of each CTA (its copy-issuing "
+                                    "thread) arrive on its own element")
             if b.count and b.count != n:
                 raise not_supported(f"mbarrier '{b.name}' arrived on by {n} threads here but "
                                     f"{b.count} elsewhere (one arrive count per barrier)", st)

@@ -131,7 +131,7 @@ def _names(e, out):
 
 
 def arrive_threads(info, ref: N.BarrierRef, bar: BarInfo, block_dim: int,
-                   conds=(), loops=()) -> int:
+                   conds=(), loops=(), ctas: list | None = None) -> int:
     """Threads of one CTA that execute an Arrive on the same element (per phase); ``conds``
     are the enclosing ``If`` conditions: those over thread iterators only filter threads, and
     so do those that also mention iterators of enclosing sequential loops with constant bounds
@@ -163,7 +163,8 @@ def arrive_threads(info, ref: N.BarrierRef, bar: BarInfo, block_dim: int,
     names = sorted(used_seq)
     counts = set()
     for svals in product(*(seqs[n] for n in names)):
-        counts.add(_arrive_count(info, ref, bar, block_dim, usable, dict(zip(names, svals))))
+        counts.add(_arrive_count(info, ref, bar, block_dim, usable, dict(zip(names, svals)),
+                                 ctas))
     if len(counts) > 1:
         raise not_supported(f"an Arrive whose number of threads per phase depends on the loop "
                             f"iterator(s) {', '.join(names)} ({sorted(counts)}); an mbarrier "
@@ -199,7 +200,9 @@ def _mod_period(e, v: str) -> int | None:
     return found[0] if go(e, None) else None
 
 
-def _arrive_count(info, ref, bar, block_dim, usable, outer: dict) -> int:
+def _arrive_count(info, ref, bar, block_dim, usable, outer: dict, ctas=None) -> int:
+    """Threads per CTA and element of one phase; ``ctas``, when given, gets the set of CTAs
+    with an arriving thread."""
     m = info.mapping
     iters = m.thread_iters
     total = 1
@@ -223,6 +226,8 @@ def _arrive_count(info, ref, bar, block_dim, usable, outer: dict) -> int:
         for tid in m.threads(env):
             k = (tid // block_dim, tuple(key_idx))
             groups.setdefault(k, set()).add(tid)
+    if ctas is not None:
+        ctas.append({c for c, _ in groups})
     return max((len(v) for v in groups.values()), default=0)
 
 

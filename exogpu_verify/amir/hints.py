@@ -23,11 +23,21 @@ def _q0(event):
 
 
 def hazard_hint(rec, later, kind: str, proxy_free: bool = False,
-                phases: bool = False) -> str | None:
+                phases: bool = False, issues: bool = False) -> str | None:
     """The fix for a hazard between earlier record ``rec`` and the later access event
     ``later`` (None for a free; ``proxy_free`` when the free needs the async proxy's view;
-    ``phases`` when the variable is a ring's physical mbarrier phases, ``amir/phases.py``)."""
+    ``phases`` when the variable is a ring's physical mbarrier phases, ``issues`` its copy
+    issues, ``amir/phases.py``)."""
     q_old, q_new = _q0(rec.event), _q0(later)
+    if issues:
+        return (f"arrive from the thread that issues the copy at line "
+                f"{_line(rec.event.srcinfo)} (the lowest thread of its warp, which the "
+                "generated code elects: e.g. `for t in cuda_threads(0, 1, unit=cuda_thread): "
+                "Arrive(...)` in the issuing warp, after the copy), or order the issue before "
+                "the Arrive by synchronization: the copy's mbarrier.expect_tx must be done "
+                "before the phase can complete, else the phase completes with its bytes not "
+                "counted and the Await passes before they land (docs/semantics.md, \"Copy "
+                "issues\")")
     if phases:
         return ("the ring reuses this hardware mbarrier (slot = running index mod depth) for "
                 "a later lap before the earlier lap's phase has completed: make the ring at "

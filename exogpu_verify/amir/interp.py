@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import time
 
-from ..ir.memories import PHASE_MEMORIES, BarrierMechanism, Memory
+from ..ir.memories import PHASE_MEMORIES, BarrierMechanism, MbarrierIssues, Memory
+from .lead import lead_mask
 from ..ir.timelines import SYNC_TLS, cuda_stream_sync
 from . import nodes as A
 from .machine import (ALL, ATOMIC, FULL, GENERIC_BITS, TEMPORAL, Event, Record,
@@ -489,6 +490,21 @@ class Machine(BarrierOps):
             raise CheckError("sync", f"implementation limitation: no qualitative timeline for "
                              f"{v.name} @ {v.mem} accessed by instr-tl {s.instr_tl}", s.srcinfo)
         conv = quals[0].convergent
+        if s.lead is not None and self.cfg is not None:
+            # a copy's issue by its lead threads (amir/lead.py): the machine runs the access
+            # on those threads only
+            saved = self.mask
+            self.mask = lead_mask(saved, s.lead, self.cfg.blockDim, self.cfg.clusterDim)
+            if not self.mask:  # no lead thread in the CTA it names
+                self.mask = saved
+                return None
+            try:
+                return self._access_checked(s, v, box, pkey, quals, qbits, qmask, conv)
+            finally:
+                self.mask = saved
+        return self._access_checked(s, v, box, pkey, quals, qbits, qmask, conv)
+
+    def _access_checked(self, s, v, box, pkey, quals, qbits, qmask, conv):
         task, mask = self.task, self.mask
         mode = s.mode
         ev_new = None
@@ -501,7 +517,8 @@ class Machine(BarrierOps):
                          f"no synchronization gives {who} executing thread '{need}' visibility "
                          f"of the earlier access on {' or '.join(q.name for q in quals)}",
                          hint=hazard_hint(rec, ev_new, kind,
-                                          phases=v.mem in PHASE_MEMORIES))
+                                          phases=v.mem in PHASE_MEMORIES,
+                                          issues=v.mem is MbarrierIssues))
 
         lazy = quals[0].lazy  # touches nothing now: checked at the access it prepares
         if v.fams and not lazy:  # batched records (batch.py) on this box

@@ -100,6 +100,9 @@ class AmAccess:
     #: (PTX ISA, wgmma.fence), so the access is asynchronous like the other operands
     #: (``convert.py``, ``_unorder_mixed_shapes``)
     hw_order: bool = True
+    #: restricts the access to the statement's lead threads (``amir/lead.py``): the
+    #: copy-issue accesses ``amir/phases.py`` adds; ``None`` for every other access
+    lead: tuple | None = None
 
 
 @dataclass(frozen=True, slots=True)

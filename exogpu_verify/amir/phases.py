@@ -29,6 +29,15 @@ so the conflicts are (a) and (b) between adjacent laps of one lifetime of the ri
 ordinary ordering obligation of the existing rules. Indices that are pre-arrived or out of
 range get no access (the ring's own rules report those).
 
+(c) on a ring that copies complete on, one more variable ``z#issues`` (memory
+``MbarrierIssues``; ordinary accesses: bounds, supersession): a copy completing on running
+index ``r`` *writes* cell ``(lifetime, c..., r, copy id)`` by its lead thread of each CTA
+(``amir/lead.py``: the thread whose ``mbarrier.expect_tx`` arms that CTA's mbarrier), and an
+Arrive on ``r`` *reads* every copy id's cell of ``r`` by its own lead thread of each CTA, before
+the Arrive: the copy's issue happens before every arrival of its CTA that can complete the
+phase (docs/semantics.md, "Copy issues"). A ref with one CTA interval ``0:n`` is split into its
+``n`` CTAs' elements.
+
 Not covered: laps that span two lifetimes of the ring (the code generator continues the
 running index from one lifetime to the next); see docs/semantics.md.
 """
@@ -39,7 +48,7 @@ import dataclasses
 
 from ..ir import nodes as N
 from ..ir.affine import const_value
-from ..ir.memories import BarrierMechanism, MbarrierPhases, MbarrierWaits
+from ..ir.memories import BarrierMechanism, MbarrierIssues, MbarrierPhases, MbarrierWaits
 from ..ir.timelines import cuda_in_order_instr
 from ..ir.types import bool_, index
 from . import nodes as A
@@ -69,8 +78,10 @@ class _Ring:
     pre: int
     arrivers: list = dataclasses.field(default_factory=list)   # (stmt id, loops)
     waiters: list = dataclasses.field(default_factory=list)
+    copiers: list = dataclasses.field(default_factory=list)    # copies completing on it
     na: int = 0
     nw: int = 0
+    nc: int = 0
     ids: dict = dataclasses.field(default_factory=dict)  # id(stmt) -> (base, strides)
     #: the innermost task loop whose body holds the phase variable (None: the phase
     #: variable lives beside the ring, one lifetime at a time, and its free orders it)
@@ -87,6 +98,10 @@ class _Ring:
     @property
     def waits(self) -> str:
         return self.alloc.name + "#waits"
+
+    @property
+    def issues(self) -> str:
+        return self.alloc.name + "#issues"
 
     @property
     def extent(self):
@@ -233,11 +248,12 @@ def _collect(stmts, rings: dict, loops: list, task=None, chain=()):
             for ref in s.barriers:  # a copy completing on the ring: its destination write
                 if ref.name in rings:
                     rings[ref.name].arrivers.append((s, _id_terms(loops)))
+                    rings[ref.name].copiers.append((s, _id_terms(loops)))
                     rings[ref.name].copies = True
 
 
 def _number(r: _Ring) -> None:
-    for attr, count in (("arrivers", "na"), ("waiters", "nw")):
+    for attr, count in (("arrivers", "na"), ("waiters", "nw"), ("copiers", "nc")):
         n = 0
         for s, terms in getattr(r, attr):
             if (attr, id(s)) in r.ids:
@@ -329,6 +345,41 @@ def _arriver(r: _Ring, ref, s, mode: str, instr_tl, trailing: tuple, what: str) 
     return out
 
 
+def _per_cta(other: tuple) -> list:
+    """(lead, coordinates) for each CTA whose own element of the ring ``other`` names: a ref
+    with one CTA interval ``0:n`` is split into the ``n`` CTAs of the cluster (coordinate
+    ``j`` is CTA ``j``'s element; ``amir/lead.py`` falls back to every CTA's lead when the
+    statement does not run on all ``n`` CTAs of an ``n``-CTA cluster); any other ref is one
+    access by the lead thread of each CTA (``(-1, 0)``)."""
+    ivs = [k for k, w in enumerate(other) if w[0] == "iv"]
+    if len(ivs) == 1:
+        k = ivs[0]
+        lo, hi = const_value(other[k][1]), const_value(other[k][2])
+        if lo == 0 and hi is not None and hi >= 2:
+            return [((j, hi), other[:k] + (("pt", _c(j)),) + other[k + 1:])
+                    for j in range(hi)]
+    return [((-1, 0), other)]
+
+
+def _issue_accesses(r: _Ring, ref, s, mode: str, what: str) -> list:
+    """Accesses of ``z#issues``, before statement ``s`` on ring element ``ref``: a copy
+    completing on it writes its own cell (``mode`` write), an Arrive reads every copy's cell
+    of the index (``mode`` read). Each by the lead thread of each CTA (``amir/lead.py``)."""
+    v = r.index(ref)
+    if v is None:
+        return []
+    run = _add(v, -r.pre)
+    if mode == "write":
+        c = ("pt", _id_expr(r, "copiers", s))
+    else:
+        c = ("iv", _c(0), _c(r.nc))
+    other = tuple(w for i, w in enumerate(ref.idx) if i != r.dim)
+    accs = [A.AmAccess(r.issues, (("pt", r.lifetime()),) + coords + (("pt", run), c), mode,
+                       cuda_in_order_instr, (), s.srcinfo, s.path, what, lead=lead)
+            for lead, coords in _per_cta(other)]
+    return _when(_in_range(r, v), accs, s)
+
+
 def _awaiter(r: _Ring, s: A.AmAwait) -> list:
     """The phase accesses of Await ``s``: its claim on the lap it waits for, on ``z#waits``;
     on a ring that continues, an Await on a pre-arrived index ``v`` after the first lifetime
@@ -374,21 +425,33 @@ def _waits(r: _Ring) -> str:
     return f"{_disp(r)} (parity waits on the physical mbarriers of ring_buffer_by({r.depth}))"
 
 
+def _issues_disp(r: _Ring) -> str:
+    return (f"{_disp(r)} (copy issues: each copy's expect_tx, by its issuing thread, before "
+            "an arrival that can complete its phase)")
+
+
 def _phase_allocs(r: _Ring, s) -> tuple:
-    shape = (r.lifetimes(),) + tuple(e for i, e in enumerate(r.alloc.shape) if i != r.dim) + \
-        (_add(r.extent, 2 * r.depth + r.pre), _c(r.na))
+    other = tuple(e for i, e in enumerate(r.alloc.shape) if i != r.dim)
+    shape = (r.lifetimes(),) + other + (_add(r.extent, 2 * r.depth + r.pre), _c(r.na))
     phases = A.AmAlloc(r.name, shape + (_c(r.na),), MbarrierPhases, (), s.srcinfo, s.path,
                        _phys(r))
-    if r.single:
-        return (phases,)
-    return (phases, A.AmAlloc(r.waits, shape + (_c(r.nw),), MbarrierWaits, (), s.srcinfo,
-                              s.path, _waits(r)))
+    out = (phases,)
+    if not r.single:
+        out += (A.AmAlloc(r.waits, shape + (_c(r.nw),), MbarrierWaits, (), s.srcinfo,
+                          s.path, _waits(r)),)
+    if r.copies:
+        out += (A.AmAlloc(r.issues, (r.lifetimes(),) + other + (r.extent, _c(r.nc)),
+                          MbarrierIssues, (), s.srcinfo, s.path, _issues_disp(r)),)
+    return out
 
 
 def _phase_frees(r: _Ring, s) -> tuple:
-    if r.single:
-        return (A.AmFree(r.name, s.srcinfo, s.path),)
-    return (A.AmFree(r.name, s.srcinfo, s.path), A.AmFree(r.waits, s.srcinfo, s.path))
+    out = (A.AmFree(r.name, s.srcinfo, s.path),)
+    if not r.single:
+        out += (A.AmFree(r.waits, s.srcinfo, s.path),)
+    if r.copies:
+        out += (A.AmFree(r.issues, s.srcinfo, s.path),)
+    return out
 
 
 def _rewrite(stmts, rings: dict) -> tuple:
@@ -425,6 +488,12 @@ def _rewrite(stmts, rings: dict) -> tuple:
                             f"index mod {r.depth}, must have completed the previous lap's "
                             "phase)")
                     pre += _arriver(r, ref, s, "write", cuda_in_order_instr, (), what)
+                    if r.copies:
+                        pre += _issue_accesses(
+                            r, ref, s, "read",
+                            f"Arrive on {_disp(r)} (it can complete the phase: every copy "
+                            "completing on it must have been issued, its expect_tx done, by "
+                            "then)")
             out += pre + [s]
         elif t is A.AmAwait:
             # before the Await: a parity wait is issued there, and passes at once if the
@@ -435,6 +504,13 @@ def _rewrite(stmts, rings: dict) -> tuple:
             out.append(s)
         elif t is A.AmAccess and s.mode != "read" and any(ref.name in rings
                                                            for ref in s.barriers):
+            for ref in s.barriers:
+                r = rings.get(ref.name)
+                if r is not None:
+                    out += _issue_accesses(
+                        r, ref, s, "write",
+                        f"issue of {s.what} (its expect_tx on {_disp(r)}, by the lead thread "
+                        "of each CTA)")
             out.append(s)
             for ref in s.barriers:
                 r = rings.get(ref.name)

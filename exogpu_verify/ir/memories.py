@@ -158,6 +158,10 @@ MbarrierPhases = _mem("MbarrierPhases", "mbar", "cuda", cuda_cta_in_cluster, MBA
 MbarrierWaits = _mem("MbarrierWaits", "mbar", "cuda", cuda_cta_in_cluster, MBARRIER_QUALS)
 #: the memories of the variables ``amir/phases.py`` adds
 PHASE_MEMORIES = (MbarrierPhases, MbarrierWaits)
+#: the copy issues of an mbarrier (``amir/phases.py``): each copy's ``expect_tx`` on a phase
+#: before an arrival that can complete that phase. Ordinary accesses (supersession, bounds)
+#: on ``mbar``, unlike ``PHASE_MEMORIES``
+MbarrierIssues = _mem("MbarrierIssues", "mbar", "cuda", cuda_cta_in_cluster, MBARRIER_QUALS)
 
 # abstract parameter memories for instruction libraries
 CudaBasicSmem = Memory("CudaBasicSmem", (), "abstract", "none", None, _freeze(RAM_QUALS),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..amir import nodes as A
+from ..amir.lead import lead_mapping
 from ..ir import nodes as N
 from ..ir.affine import NotAffine, check_quasi_affine, cond_to_isl_str, to_isl_str
 from ..ir.memories import BarrierMechanism, MbarrierPhases
@@ -200,8 +201,9 @@ def collect_events(am: A.AmProc, info) -> Program:
                                       f"instr-tl {s.instr_tl}", s.srcinfo)
                 in_order = (access_in_order(s.instr_tl, quals[0]) if s.hw_order
                             else s.instr_tl.in_order)
-                ev.append(Event("access", uid(), mapping=mapping_of(s, kernel), var=s.name,
-                                box=s.box, mode=s.mode, quals=quals,
+                ev.append(Event("access", uid(), mapping=lead_mapping(mapping_of(s, kernel),
+                                                                  s.lead),
+                                var=s.name, box=s.box, mode=s.mode, quals=quals,
                                 in_order=in_order, what=s.what,
                                 trailing=s.barriers, **base))
             elif t is A.AmCheck:
