@@ -67,6 +67,29 @@ _DL_KIND = {0: "i", 1: "u", 2: "f", 4: "V"}
 _DL_CUDA = (2, 3, 13)  # kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 
 
+def _injective(shape, strides) -> bool:
+    """No two indices of the view share an element (a sufficient test: every stride, by size,
+    exceeds the span of the dimensions with smaller strides)."""
+    dims = sorted((abs(s), e) for s, e in zip(strides, shape) if e > 1)
+    span = 0
+    for s, e in dims:
+        if s <= span:
+            return False
+        span += s * (e - 1)
+    return True
+
+
+def _byte_span(a) -> tuple[int, int]:
+    """[first, last + 1) bytes the view can touch."""
+    lo = hi = 0
+    for s, e in zip(a.strides, a.shape):
+        if e <= 0:
+            return a.ptr, a.ptr
+        ext = s * (e - 1)
+        lo, hi = lo + min(0, ext), hi + max(0, ext)
+    return a.ptr + lo * a.itemsize, a.ptr + (hi + 1) * a.itemsize
+
+
 def _c_strides(shape) -> tuple[int, ...]:
     out, acc = [], 1
     for e in reversed(shape):
@@ -413,6 +436,50 @@ class Kernel:
                             f"`{q.name}: [{q.type.scalar}][...]` to pass strided arrays")
             for d, s in enumerate(a.strides):
                 env[("stride", q.name, d)] = s
+            if q.type.is_window and not _injective(a.shape, a.strides):
+                raise usage(f"argument '{q.name}' has strides {a.strides} under which distinct "
+                            "elements share memory; the proof assumes every element of a "
+                            "window is its own location (a write to one would race with "
+                            "accesses to the other)")
+        self._check_aliasing(arrays)
+
+    def _written(self) -> set:
+        """Data parameters the procedure mutates anywhere (its AMIR accesses)."""
+        w = getattr(self, "_written_names", None)
+        if w is None:
+            from exogpu_verify.amir import nodes as A
+            from exogpu_verify.amir.convert import lower_to_amir
+
+            w = set()
+            params = {q.name for q in self.proc.params if q.is_data}
+
+            def walk(stmts):
+                for st in stmts:
+                    if type(st) is A.AmAccess and st.mode != "read" and st.name in params:
+                        w.add(st.name)
+                    for f in ("body", "orelse"):
+                        walk(getattr(st, f, ()) or ())
+
+            walk(lower_to_amir(self.proc).body)
+            self._written_names = w
+        return w
+
+    def _check_aliasing(self, arrays):
+        """The checkers treat distinct parameters as distinct memory: two arguments whose
+        bytes overlap, one of them written by the procedure, are refused (a proven program
+        may race on them, e.g. a transpose called in place)."""
+        written = self._written()
+        spans = [(n, a, _byte_span(a)) for n, a in arrays.items() if a.shape]
+        for i, (n1, a1, (lo1, hi1)) in enumerate(spans):
+            for n2, a2, (lo2, hi2) in spans[i + 1:]:
+                if a1.device != a2.device or not (n1 in written or n2 in written):
+                    continue
+                if lo1 < hi2 and lo2 < hi1:
+                    raise usage(f"arguments '{n1}' and '{n2}' overlap in memory and "
+                                f"{self.proc.name}() writes "
+                                f"{n1 if n1 in written else n2!r}; the proof assumes "
+                                "distinct parameters are distinct memory",
+                                hint="pass separate arrays (copy one first)")
 
     def _check_asserts(self, env):
         for pred in self.proc.preds:

@@ -77,14 +77,43 @@ def test_no_gpu_is_a_clear_error(built):
 def test_cuda_array_interface_is_read(built):
     """A fake device array: pointer, shape and strides come from __cuda_array_interface__."""
     class Fake:
-        def __init__(self, n, typestr="<f4"):
+        def __init__(self, n, typestr="<f4", ptr=0):
             self.__cuda_array_interface__ = {"shape": (n,), "typestr": typestr,
-                                             "data": (0, False), "strides": None, "version": 3}
+                                             "data": (ptr, False), "strides": None,
+                                             "version": 3}
     k = built["vec_copy"]
     with pytest.raises(ExoGpuError) as e:
         k(N=512, A=Fake(512, "<f8"), B=Fake(512))
     assert "dtype" in e.value.diagnostic.message
     if not _has_gpu(k):
         with pytest.raises(ExoGpuError) as e:
-            k(N=512, A=Fake(512), B=Fake(512))
+            k(N=512, A=Fake(512), B=Fake(512, ptr=1 << 20))
         assert "no CUDA GPU" in e.value.diagnostic.message
+
+
+@needs_nvcc
+def test_overlapping_arguments_one_written_are_refused(built):
+    """The checkers treat distinct parameters as distinct memory: passing one array as both
+    the read and the written tensor (or overlapping views of one buffer) is refused before the
+    launch; two read-only views may share memory."""
+    x = np.zeros(1024, np.float32)
+    for a, b in ((x[:512], x[:512]), (x[:512], x[256:768])):
+        with pytest.raises(ExoGpuError) as e:
+            built["vec_copy"](N=512, A=a, B=b)
+        assert e.value.kind == "usage" and "overlap" in str(e.value)
+    # disjoint halves of one buffer are fine as far as aliasing goes
+    if not _has_gpu(built["vec_copy"]):
+        with pytest.raises(ExoGpuError) as e:
+            built["vec_copy"](N=512, A=x[:512], B=x[512:])
+        assert "no CUDA GPU" in str(e.value)
+    else:
+        built["vec_copy"](N=512, A=x[:512], B=x[512:])
+
+
+def test_window_strides_that_alias_elements_are_detected():
+    from exogpu_codegen.runtime import _injective
+
+    assert _injective((4, 8), (8, 1)) and _injective((4, 8), (1, 4))
+    assert not _injective((4, 8), (4, 1))      # rows overlap
+    assert not _injective((8,), (0,))          # broadcast: every index one element
+    assert _injective((1, 8), (0, 1))          # extent-1 dimension: its stride is unused
