@@ -33,10 +33,11 @@ range get no access (the ring's own rules report those).
 ``MbarrierIssues``; ordinary accesses: bounds, supersession): a copy completing on running
 index ``r`` *writes* cell ``(lifetime, c..., r, copy id)`` by its lead thread of each CTA
 (``amir/lead.py``: the thread whose ``mbarrier.expect_tx`` arms that CTA's mbarrier), and an
-Arrive on ``r`` *reads* every copy id's cell of ``r`` by its own lead thread of each CTA, before
-the Arrive: the copy's issue happens before every arrival of its CTA that can complete the
-phase (docs/semantics.md, "Copy issues"). A ref with one CTA interval ``0:n`` is split into its
-``n`` CTAs' elements.
+Arrive on ``r`` *reads* every copy id's cell of ``r`` by the lead thread of each CTA it runs on,
+before the Arrive: the copy's issue happens before every arrival on its element that can
+complete the phase, local or from another CTA (docs/semantics.md, "Copy issues"). A ref with
+one CTA interval ``0:n`` is split into its ``n`` CTAs' elements (a copy's write by the lead of
+CTA ``j`` on element ``j``; an Arrive's reads by the leads of every CTA on each element).
 
 Not covered: laps that span two lifetimes of the ring (the code generator continues the
 running index from one lifetime to the next); see docs/semantics.md.
@@ -348,9 +349,8 @@ def _arriver(r: _Ring, ref, s, mode: str, instr_tl, trailing: tuple, what: str) 
 def _per_cta(other: tuple) -> list:
     """(lead, coordinates) for each CTA whose own element of the ring ``other`` names: a ref
     with one CTA interval ``0:n`` is split into the ``n`` CTAs of the cluster (coordinate
-    ``j`` is CTA ``j``'s element; ``amir/lead.py`` falls back to every CTA's lead when the
-    statement does not run on all ``n`` CTAs of an ``n``-CTA cluster); any other ref is one
-    access by the lead thread of each CTA (``(-1, 0)``)."""
+    ``j`` is CTA ``j``'s element, written by the lead of CTA ``j``, ``amir/lead.py``); any
+    other ref is one access by the lead thread of each CTA (``(-1, 0)``)."""
     ivs = [k for k, w in enumerate(other) if w[0] == "iv"]
     if len(ivs) == 1:
         k = ivs[0]
@@ -374,9 +374,15 @@ def _issue_accesses(r: _Ring, ref, s, mode: str, what: str) -> list:
     else:
         c = ("iv", _c(0), _c(r.nc))
     other = tuple(w for i, w in enumerate(ref.idx) if i != r.dim)
+    per = _per_cta(other)
+    if mode == "read":
+        # an Arrive on another CTA's element (a remote arrive) can complete that CTA's
+        # phase too: each element's cell is read by the lead thread of every CTA the Arrive
+        # runs on, not only by the element's own CTA (which may not arrive at all)
+        per = [((-1, 0), coords) for _, coords in per]
     accs = [A.AmAccess(r.issues, (("pt", r.lifetime()),) + coords + (("pt", run), c), mode,
                        cuda_in_order_instr, (), s.srcinfo, s.path, what, lead=lead)
-            for lead, coords in _per_cta(other)]
+            for lead, coords in per]
     return _when(_in_range(r, v), accs, s)
 
 

@@ -24,6 +24,7 @@ EXPECT = {
     "other_lane": "refuted",
     "multicast_issuer": "proven",
     "multicast_other_warp": "refuted",
+    "multicast_one_cta_arrives": "refuted",
 }
 
 
@@ -43,10 +44,12 @@ def test_concrete(name):
     assert r.verdict == {"proven": "checked", "refuted": "refuted"}[EXPECT[name]], r.summary()
 
 
-def test_a_phase_no_arrival_of_the_copying_cta_completes_is_refused_by_codegen():
-    """The checkers order a CTA's expect_tx before that CTA's own Arrives on its element;
-    a phase that only another CTA's remote arrive completes is not covered, and code
-    generation refuses the Arrive (every CTA must arrive on a copied-into mbarrier)."""
+def test_a_phase_only_a_remote_arrive_completes_is_refused_by_codegen_too():
+    """CTA 1's phase is completed by CTA 0's remote arrive only: the checkers refute it (an
+    Arrive's issue reads are made by the lead of every CTA it runs on, on every element it
+    names; before, only by the element's own CTA, which does not arrive here, and it was
+    proven), and code generation refuses the Arrive (every CTA must arrive on a copied-into
+    mbarrier, so a CTA's own arrival is among those that complete its phase)."""
     from exogpu_codegen.generate import generate
 
     p = P.multicast_one_cta_arrives
