@@ -25,6 +25,7 @@ EXPECT = {
     "multicast_issuer": "proven",
     "multicast_other_warp": "refuted",
     "multicast_one_cta_arrives": "refuted",
+    "multicast_all_arrive_all": "refuted",
 }
 
 
