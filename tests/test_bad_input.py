@@ -1,6 +1,6 @@
 """Bad input gets a located, actionable error, never a traceback: modules that exit or are
 interrupted while imported, unusable settings and output folders, corrupt certificates,
-sizes the machine cannot hold, a missing or broken nvcc (``exogpu-verify``,
+sizes too large to check, a missing or broken nvcc (``exogpu-verify``,
 ``exogpu-codegen``, ``verify``)."""
 
 from __future__ import annotations
@@ -137,11 +137,26 @@ def test_unusable_verify_sizes_in_the_fallback_is_located_not_internal(tmp_path)
     assert d.kind == "usage" and d.line == 5 and "N must be an integer, got 'x'" in d.message
 
 
-def test_sizes_too_large_for_memory_are_unknown_not_an_internal_error(tmp_path):
+def test_sizes_too_large_to_check_are_unknown_at_once_naming_the_task_loop(tmp_path):
     p = copy_proc(tmp_path)
     r = verify(p, sizes={"N": 2 ** 70}, mode="concrete")
     assert r.verdict == "unknown" and not r.diagnostics
-    assert "needs more memory than this machine has" in r.reason
+    assert "would run at least 4.61e+18 tasks (the cuda_tasks loop over `task` at " \
+           f"{p.srcinfo.file}:12), more than it can run within the timeout; check at " \
+           "smaller sizes" in r.reason
+    assert r.seconds < 5  # said up front, not after the timeout
+
+
+def test_huge_sizes_need_no_memory_proportional_to_them(tmp_path, monkeypatch):
+    # without the up-front estimate the machine runs tasks until the timeout: its memory is
+    # the records of the accesses made, not arrays as large as the task range or the arrays
+    from exogpu_verify.amir import check
+
+    monkeypatch.setattr(check, "_MAX_TASK_RATE", 10 ** 30, raising=False)
+    p = copy_proc(tmp_path)
+    r = verify(p, sizes={"N": 2 ** 70}, mode="concrete", timeout_s=1)
+    assert r.verdict == "unknown" and not r.diagnostics
+    assert "the concrete check did not finish within the timeout" in r.reason
 
 
 @pytest.mark.parametrize("timeout", [-1, 0, math.nan, math.inf, "5"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ..report import Diagnostic, Span, Witness
+from ..report import Diagnostic, Span, Witness, sizes_text
 from ..ir.nodes import Procedure
 from .convert import lower_to_amir
 from .interp import CheckError, Hazard, Machine, ev
@@ -74,6 +74,9 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
             return ("unknown", (Diagnostic.at("usage", f"sizes {sizes} violate `assert "
                                               f"{expr_str(pred)}`", pred.srcinfo),), None,
                     f"sizes violate assert {expr_str(pred)}")
+    hopeless = _too_many_tasks(p, env, deadline)
+    if hopeless:
+        return "unknown", (), None, hopeless
     am = lower_to_amir(p)
     m = Machine(am, env, deadline)
     rerun = False
@@ -135,6 +138,48 @@ def check_sync_concrete(p: Procedure, sizes: dict, deadline: float | None = None
                           hint=e.hint)
         return "refuted", (d,), None, e.message
     return "checked", (), None, ""
+
+
+#: more tasks per second than the machine ever runs (it runs one Python loop iteration per
+#: task, with the task's replay: about 10^4 per second on scalar kernels)
+_MAX_TASK_RATE = 10 ** 7
+
+
+def _too_many_tasks(p: Procedure, env: dict, deadline: float | None) -> str:
+    """Why the check at ``env`` cannot finish before ``deadline``, or "": the machine runs
+    every task of every kernel, and a kernel launched unconditionally at the top of ``p``
+    has at least the product of the trip counts of its outer ``cuda_tasks`` loops whose
+    bounds are known from the sizes. Said up front instead of after the timeout; memory
+    is not the limit (the machine stores records of the accesses made, not arrays as
+    large as the sizes)."""
+    from ..ir import nodes as N
+
+    if deadline is None:
+        return ""
+    budget = max(deadline - time.perf_counter(), 0.0) * _MAX_TASK_RATE
+    for s in p.body:
+        if not (isinstance(s, N.With) and isinstance(s.ctx, N.CudaDeviceFunction)):
+            continue
+        count, loops, body = 1, [], s.body
+        while len(body) == 1 and isinstance(body[0], N.For) and \
+                isinstance(body[0].mode, N.CudaTasks):
+            f = body[0]
+            try:
+                trips = ev(f.hi, env) - ev(f.lo, env)
+            except Exception:  # noqa: BLE001 - bounds on an outer task iterator: stop here
+                break
+            count *= max(trips, 0)
+            loops.append(f)
+            body = f.body
+        if loops and count > budget:
+            si = loops[0].srcinfo
+            where = f" at {si.file}:{si.line}" if si is not None and si.line else ""
+            names = ", ".join(f"`{f.iter}`" for f in loops)
+            return (f"the concrete check at {sizes_text(env)} would run at least {count:.3g} "
+                    f"tasks (the cuda_tasks loop{'s' if len(loops) > 1 else ''} over {names}"
+                    f"{where}), more than it can run within the timeout; check at smaller "
+                    "sizes (the all-size proof needs none)")
+    return ""
 
 
 def _blockdim(p):

@@ -355,6 +355,7 @@ class Machine(BarrierOps):
                 except TypeError:  # an unhashable value: run every task
                     rkey = None
             plan = None  # the reference trace without what these tasks need not replay
+            plan_stop = lo  # ... for the tasks before this one (pruned a window at a time)
             for i in range(lo, hi):
                 env[s.iter] = i
                 self.ntasks += 1
@@ -363,9 +364,10 @@ class Machine(BarrierOps):
                 ref = self._traces.get(rkey) if rkey is not None else None
                 if ref is not None:
                     self.replayed_tasks += 1
-                    if plan is None:
+                    if plan is None or (self.batch and i >= plan_stop):
+                        plan_stop = min(hi, i + R.PRUNE_WINDOW)
                         plan = R.prune(self, ref[0], {k: env[k] for k in self.task_iters},
-                                       s.iter, i, hi) if self.batch else ref[0]
+                                       s.iter, i, plan_stop) if self.batch else ref[0]
                     self._replay(plan, {k: env[k] for k in titers}, ref[1])
                 elif rkey is not None:
                     # the reference task: run it fully, recording what later tasks replay

@@ -20,9 +20,17 @@ can change nothing and raise nothing in any of the loop's remaining tasks:
   the CPU-scope ones, and a task starts without records (CPU-scope records are not created
   inside a kernel). (A cluster-wide Fence is also an arrival at the cluster barrier,
   ``rules.ClusterBarrier``: such Fences are kept.)
+
+Memory is bounded by the work, not by the sizes: the caller prunes for at most
+``PRUNE_WINDOW`` tasks at a time (and prunes again for the next ones), and each condition is
+evaluated on chunks of task values of at most ``MAX_ELEMENTS`` array elements (an entry
+whose one task alone needs more is kept: its replay decides it). Pruning drops only what
+cannot matter, so neither bound changes a verdict.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -30,6 +38,19 @@ from . import nodes as A
 from .batch import _checks_hold, nest_info
 from .evaluate import CheckError, ev, ev_vec
 from .threads import CollectiveError, tile
+
+#: the most tasks one ``prune`` covers (the caller prunes again after as many)
+PRUNE_WINDOW = 1 << 16
+#: the most array elements one evaluation over task values builds
+MAX_ELEMENTS = 1 << 22
+
+
+def _chunks(tvals, per: int):
+    """``tvals`` in consecutive pieces of at most ``MAX_ELEMENTS // per`` values (at least
+    one; ``per``: the elements one task value spans)."""
+    step = max(1, MAX_ELEMENTS // max(per, 1))
+    for k in range(0, len(tvals), step):
+        yield tvals[k:k + step]
 
 
 class NestEntry:
@@ -110,8 +131,11 @@ def _pure_ok(m, s, env, outer: dict, titer: str, tvals) -> bool:
     if type(s) is A.AmAccess:
         if s.mode != "read" or s.barriers or not _untracked(m, s.name):
             return False
-        env[titer] = tvals
-        return _box_ok(m, s, env)
+        for part in _chunks(tvals, 1):
+            env[titer] = part
+            if not _box_ok(m, s, env):
+                return False
+        return True
     if type(s) is not NestEntry:
         return False
     info = nest_info(s.node)
@@ -129,8 +153,12 @@ def _pure_ok(m, s, env, outer: dict, titer: str, tvals) -> bool:
         except Exception:  # noqa: BLE001
             return False
         lo[i], trips[i] = a, max(b - a, 0)
-    if not _checks_hold(info, env, lo, trips, (titer, tvals)):
-        return False  # (the nest's AmChecks, run in every task)
+    per = max((math.prod(trips[i] for i in path) for _, path in info.checks), default=1)
+    if per > MAX_ELEMENTS:
+        return False
+    for part in _chunks(tvals, per):
+        if not _checks_hold(info, env, lo, trips, (titer, part)):
+            return False  # (the nest's AmChecks, run in every task)
     for st, path in info.stmts:
         if st.name not in s.only or st.mode != "read":
             if st.name in s.only:
@@ -139,14 +167,18 @@ def _pure_ok(m, s, env, outer: dict, titer: str, tvals) -> bool:
         if any(trips[i] == 0 for i in path):
             continue  # never executed
         d = len(path) + 1
+        per = math.prod(trips[i] for i in path)
+        if per > MAX_ELEMENTS:
+            return False
         E = dict(env)
-        E[titer] = tvals.reshape([-1] + [1] * (d - 1))
         for k, li in enumerate(path):
             sh = [1] * d
             sh[k + 1] = -1
             E[info.loops[li].iter] = np.arange(lo[li], lo[li] + trips[li]).reshape(sh)
-        if not _box_ok(m, st, E):
-            return False
+        for part in _chunks(tvals, per):
+            E[titer] = part.reshape([-1] + [1] * (d - 1))
+            if not _box_ok(m, st, E):
+                return False
     return True
 
 
@@ -154,11 +186,14 @@ def _check_ok(s, env, outer: dict, titer: str, tvals) -> bool:
     """Every condition of ``AmCheck`` entry ``s`` holds for each of ``tvals``."""
     E = dict(env)
     E.update(outer)
-    E[titer] = tvals
     try:
-        return all(bool(np.all(ev_vec(c.cond, E))) for c in s.conds)
+        for part in _chunks(tvals, 1):
+            E[titer] = part
+            if not all(bool(np.all(ev_vec(c.cond, E))) for c in s.conds):
+                return False
     except Exception:  # noqa: BLE001 - keep the entry: its replay raises in place
         return False
+    return True
 
 
 def _reads_untracked(m, s) -> bool:
@@ -170,7 +205,8 @@ def _reads_untracked(m, s) -> bool:
 def prune(m, trace, outer: dict, titer: str, first: int, stop: int) -> list:
     """The entries of ``trace`` that replaying the tasks ``first..stop-1`` of the current
     innermost task loop (iterator ``titer``; the enclosing task iterators at ``outer``) must
-    run; see the module docstring."""
+    run; see the module docstring. The caller keeps ``stop - first`` within
+    ``PRUNE_WINDOW``."""
     tvals = np.arange(first, stop, dtype=np.int64)
     out = []
     # can the task hold a record at this point of the trace (or a Fence arrive at the

@@ -238,6 +238,36 @@ def prog(A: f32[64] @ CudaGmemLinear):
     assert m.batched_nests and m.replayed_tasks
 
 
+@pytest.mark.parametrize("window, elements", [(1, 1), (2, 3), (100, 128)])
+def test_pruning_a_window_and_a_chunk_at_a_time_changes_nothing(monkeypatch, window,
+                                                                 elements):
+    # prune covers at most PRUNE_WINDOW tasks and evaluates at most MAX_ELEMENTS values at
+    # once (memory bounded by the work, not by the sizes): the same refutation, the same
+    # steps on a program that passes
+    src = """
+def prog(A: f32[64] @ CudaGmemLinear):
+    with CudaDeviceFunction(blockDim=64):
+        for tm in cuda_tasks(0, 3):
+            for tn in cuda_tasks(0, 5):
+                s: f32[64] @ CudaSmemLinear
+                for t in cuda_threads(0, 64, unit=cuda_thread):
+                    s[t] = A[{k} * tm + t % 32]
+                Fence(cuda_in_order, cuda_in_order)
+"""
+    bad = parse_proc_source(src.format(k=20), {}, file="<prune>")
+    good = parse_proc_source(src.format(k=10), {}, file="<prune>")
+    before = [_outcome(p, {}, True) for p in (bad, good)]
+    m0 = interp.Machine(lower_to_amir(good), {})
+    m0.run()
+    monkeypatch.setattr(replay, "PRUNE_WINDOW", window)
+    monkeypatch.setattr(replay, "MAX_ELEMENTS", elements)
+    assert [_outcome(p, {}, True) for p in (bad, good)] == before
+    assert before[0][0] == "refuted" and before[1][0] == "checked"
+    m = interp.Machine(lower_to_amir(good), {})
+    m.run()
+    assert m.replayed_tasks == m0.replayed_tasks > 0 and m.steps == m0.steps
+
+
 def test_a_report_rerun_past_the_timeout_is_unknown(monkeypatch):
     body = COPY.replace("Fence(cuda_in_order, cuda_in_order)\nfor t", "for t", 1)
     p, _ = _prog(body)
