@@ -181,6 +181,70 @@ def test_numpy_integer_sizes_are_integers(tmp_path):
     assert type(r.sizes["N"]) is int
 
 
+# ------------------------------------------------------------------ loops that do not fit
+
+THREADS = '''
+from __future__ import annotations
+from exogpu_verify import *
+
+
+@proc
+def k(A: f32[1024] @ CudaGmemLinear):
+    with CudaDeviceFunction({launch}):
+        for task in cuda_tasks(0, 1):
+{body}
+'''
+
+
+@pytest.mark.parametrize("launch, body, hint", [
+    # too many tiles of the scope's unit: as many as fit, smaller tiles, a larger launch
+    ("blockDim=256", "for wg in cuda_threads(0, 3, unit=cuda_warpgroup):  # <-\n    pass",
+     "this scope has 256 threads, room for 2 x cuda_warpgroup (128 threads each), not 3: use "
+     "cuda_threads(0, 2, unit=cuda_warpgroup), or cuda_threads(0, 3, unit=2 * cuda_warp) for "
+     "3 smaller tiles, or launch blockDim=384"),
+    ("blockDim=256", "for w in cuda_threads(0, 8, unit=cuda_warp):\n"
+     "    for i in cuda_threads(0, 33, unit=cuda_thread):  # <-\n        A[i] = 0.0",
+     "this scope has 32 threads, room for 32 x cuda_thread (1 thread each), not 33: use "
+     "cuda_threads(0, 32, unit=cuda_thread)"),
+    ("blockDim=256", "for c in cuda_threads(0, 2, unit=cuda_cta_in_cluster):  # <-\n    pass",
+     "this scope has 256 threads, room for 1 x cuda_cta_in_cluster (256 threads each), not "
+     "2: use cuda_threads(0, 1, "
+     "unit=cuda_cta_in_cluster), or cuda_threads(0, 2, unit=cuda_warpgroup) for 2 smaller "
+     "tiles, or launch clusterDim=2"),
+    # a unit larger than the scope
+    ("blockDim=256", "for w in cuda_threads(0, 8, unit=cuda_warp):\n"
+     "    for g in cuda_threads(0, 1, unit=cuda_warpgroup):  # <-\n        pass",
+     "a cuda_warpgroup (128 threads) does not fit in this scope (32 threads): use "
+     "cuda_threads(0, 1, unit=cuda_warp) for a smaller tile, or put the loop outside the "
+     "enclosing cuda_threads/CudaWarps, where a whole cuda_warpgroup runs"),
+    # a unit not aligned with the scope
+    ("blockDim=96", "for a in cuda_threads(0, 2, unit=48 * cuda_thread):\n"
+     "    for w in cuda_threads(0, 1, unit=cuda_warp):  # <-\n        pass",
+     "instances of cuda_warp (32 threads) are not aligned with this scope (48 threads): use "
+     "cuda_threads(0, 1, unit=16 * cuda_thread) for a smaller tile, or make the enclosing "
+     "tiles a multiple of 32 threads"),
+    # warp ranges
+    ("blockDim=128", "with CudaWarps(2, 6):  # <-\n    pass",
+     "use CudaWarps(lo, hi) with 0 <= lo < hi <= 4"),
+    ('warp_config=[CudaWarpConfig("producer", 1), CudaWarpConfig("consumer", 4)]',
+     'with CudaWarps(0, 2, name="producer"):  # <-\n    pass',
+     "use hi <= 1, or give the group 2 warps (CudaWarpConfig('producer', 2, ...))"),
+], ids=["tiles", "tiles-in-warp", "ctas", "unit-too-large", "misaligned", "warps",
+        "named-warps"])
+def test_a_loop_that_does_not_fit_its_scope_says_what_fits(tmp_path, launch, body, hint):
+    text = THREADS.format(launch=launch, body=textwrap.indent(body, " " * 12))
+    f = tmp_path / "fit.py"
+    f.write_text(text)
+    mod, diag = load_module(f)
+    assert diag is None, diag
+    r = verify(mod.k, mode="symbolic")
+    assert r.verdict == "refuted"
+    [d] = r.diagnostics
+    line = next(i + 1 for i, ln in enumerate(text.splitlines()) if "# <-" in ln)
+    assert (d.kind, d.line) == ("collective", line)
+    assert d.hint == hint
+
+
 # ------------------------------------------------------------------ --recheck
 
 

@@ -195,7 +195,9 @@ class _Analysis:
             lo, hi = 0, g1 - g0
         if hi > g1 - g0:
             raise TilingError("warps", f"CudaWarps({lo}, {hi}, name={name!r}) is out-of-range: "
-                              f"the group has {g1 - g0} warp(s)")
+                              f"the group has {g1 - g0} warp(s)",
+                              hint=f"use hi <= {g1 - g0}, or give the group {hi} warps "
+                                   f"(CudaWarpConfig({name!r}, {hi}, ...))")
         coll, wr = specialize_warps(ctx.coll, lo, hi, g0, name)
         return replace(ctx, coll=coll, warp_name=name, in_warps=True), wr
 

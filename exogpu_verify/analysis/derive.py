@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..ir.units import CollUnit
+from ..ir.units import CollUnit, cuda_cta_in_cluster, cuda_thread, cuda_warp, cuda_warpgroup
 from .tiling import Affine, Collective, GridDim, TilingError, align, unit_threads
 
 
@@ -43,7 +43,20 @@ class ThreadIter:
 
 
 def derive_loop(coll: Collective, it: str, n: int, unit: CollUnit) -> tuple[Collective, ThreadIter]:
-    """``for it in cuda_threads(0, n, unit=unit)`` at ``coll``: the body's collective."""
+    """``for it in cuda_threads(0, n, unit=unit)`` at ``coll``: the body's collective. A loop
+    that does not fit the scope (too many tiles, a unit too large or not aligned there) is
+    a ``TilingError`` whose hint names loops that do fit (``fit_hint``)."""
+    try:
+        return _derive_loop(coll, it, n, unit)
+    except TilingError as e:
+        if e.hint is not None or e.reason not in ("threads", "alignment"):
+            raise
+        raise TilingError(e.reason, e.message, fit_hint(coll, it, n, unit, e.reason)) \
+            from None
+
+
+def _derive_loop(coll: Collective, it: str, n: int, unit: CollUnit
+                 ) -> tuple[Collective, ThreadIter]:
     need = unit_threads(unit, coll.block_dim, coll.cluster_dim)
     c2, boxes = align(coll, unit)
     cands, short = [], False
@@ -80,6 +93,71 @@ def derive_loop(coll: Collective, it: str, n: int, unit: CollUnit) -> tuple[Coll
     return Collective(dims, coll.block_dim, coll.cluster_dim, ranges).normalize(), ti
 
 
+def _fits(coll: Collective, it: str, n: int, unit: CollUnit) -> bool:
+    try:
+        _derive_loop(coll, it, n, unit)
+    except TilingError:
+        return False
+    return True
+
+
+def _unit_of(t: int, coll: Collective) -> CollUnit:
+    """The user's spelling of a unit of ``t`` contiguous threads."""
+    if t == coll.block_dim and coll.cluster_dim > 1:
+        return cuda_cta_in_cluster
+    for base, bt in ((cuda_warpgroup, 128), (cuda_warp, 32)):
+        if t % bt == 0:
+            return base if t == bt else base * (t // bt)
+    return cuda_thread if t == 1 else cuda_thread * t
+
+
+def fit_hint(coll: Collective, it: str, n: int, unit: CollUnit, reason: str) -> str:
+    """How to write ``cuda_threads(0, n, unit=unit)`` so that it fits ``coll``: the most
+    tiles of ``unit`` the scope holds, and ``n`` tiles of the largest smaller unit that
+    fits; each suggestion is a loop that ``derive_loop`` accepts here."""
+    need = unit_threads(unit, coll.block_dim, coll.cluster_dim) or 0
+    have = coll.size
+    # fewer tiles: as many as there is room for (else one)
+    most = min(n - 1, have // need) if need else 0
+    k = next((m for m in (most, 1) if 0 < m < n and _fits(coll, it, m, unit)), 0)
+    # as many tiles of a smaller unit: the largest that fits, of the units people write
+    alt, cap = None, have // n
+    for t in sorted({cap, coll.block_dim} | {1 << j for j in range(11)}, reverse=True):
+        if 0 < t <= cap and (t < need or not need) and _fits(coll, it, n, _unit_of(t, coll)):
+            alt = _unit_of(t, coll)
+            break
+    loops = []
+    if k:
+        loops.append(f"cuda_threads(0, {k}, unit={unit})")
+    if alt is not None:
+        loops.append(f"cuda_threads(0, {n}, unit={alt})"
+                     + (" for a smaller tile" if n == 1 else f" for {n} smaller tiles"))
+    each = f"{need} thread{'s' if need != 1 else ''}"
+    if reason == "alignment":
+        what = f"instances of {unit} ({each}) are not aligned with this scope ({coll.shape()})"
+        other = f"make the enclosing tiles a multiple of {need} threads"
+    elif k:
+        what = f"this scope has {have} threads, room for {k} x {unit} ({each} each), not {n}"
+        other = _launch(coll, n, unit, need)
+    else:
+        what = f"a {unit} ({each}) does not fit in this scope ({coll.shape()})"
+        other = (f"put the loop outside the enclosing cuda_threads/CudaWarps, where a whole "
+                 f"{unit} runs")
+    fixes = ", or ".join(loops + [other] if other else loops)
+    return f"{what}: use {fixes}" if loops else f"{what}: {fixes}"
+
+
+def _launch(coll: Collective, n: int, unit: CollUnit, need: int) -> str:
+    """The launch that gives a whole-kernel scope room for ``n`` tiles of ``unit``."""
+    if coll.size != coll.total:
+        return ""
+    if unit == cuda_cta_in_cluster and n & (n - 1) == 0:
+        return f"launch clusterDim={n}"
+    if coll.cluster_dim == 1 and n * need <= 1024 and n * need % 32 == 0:
+        return f"launch blockDim={n * need}"
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class WarpRange:
     """The warps a ``CudaWarps`` block selects in each CTA: ``[first, first + count)``."""
@@ -96,7 +174,9 @@ def warp_span(coll: Collective) -> tuple[Collective, GridDim, int]:
     lanes = [d for d in c2.dims if d.pitch < 32]
     if any(not d.full for d in lanes):
         raise TilingError("warps", f"CudaWarps needs whole warps, but the scope is "
-                          f"{coll.shape()}")
+                          f"{coll.shape()}",
+                          hint="put the CudaWarps outside the cuda_threads loops over units "
+                               "smaller than a cuda_warp")
     wd = [i for i, d in enumerate(c2.dims) if 32 <= d.pitch < b]
     if not wd:  # a one-warp CTA
         return c2, GridDim(1, 32, Affine(), 1), -1
@@ -108,10 +188,12 @@ def specialize_warps(coll: Collective, lo: int, hi: int, base: int = 0,
     """Restrict ``coll`` to its warps ``[base + lo, base + hi)`` (relative to its first warp)."""
     c2, wd, j = warp_span(coll)
     if base + hi > wd.length:
+        have = wd.length - base
         raise TilingError("warps", f"CudaWarps({lo}, {hi}) is out-of-range: the scope has "
-                          f"{wd.length - base} warp(s)"
+                          f"{have} warp(s)"
                           + (" (trivial tiling: only CudaWarps(0, 1) is allowed)"
-                             if wd.length == 1 else ""))
+                             if wd.length == 1 else ""),
+                          hint=f"use CudaWarps(lo, hi) with 0 <= lo < hi <= {have}")
     first = wd.start + (base + lo)
     if j < 0:
         return c2.normalize(), WarpRange(first, 1, name)
