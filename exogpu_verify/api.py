@@ -211,10 +211,11 @@ def timeout_for(p: Procedure, timeout_s: float | None = None) -> float:
 def size_problems(p: Procedure, sizes: dict, complete: bool = True) -> list[str]:
     """What is wrong with concrete ``sizes`` for ``p``, one message per problem, each naming
     the size: a name that is no control parameter, a missing or non-integer value, a size
-    that is not positive, an ``assert`` the values violate (stride asserts are not checked:
-    strides are not sizes). Empty when the sizes are usable. ``complete=False``: sizes that
-    may leave some out (a module's ``VERIFY_SIZES``): a missing value is no problem, and the
-    asserts are checked only when every size is given."""
+    that is not positive, an ``assert`` the values violate or cannot be evaluated at (a
+    division by zero; stride asserts are not checked: strides are not sizes). Each assert
+    is checked when every size it names is given, so a missing size hides no violation.
+    Empty when the sizes are usable. ``complete=False``: sizes that may leave some out (a
+    module's ``VERIFY_SIZES``): a missing value is no problem."""
     from .amir.evaluate import ev
     from .ir.printer import expr_str
 
@@ -234,20 +235,38 @@ def size_problems(p: Procedure, sizes: dict, complete: bool = True) -> list[str]
             out.append(f"{k} must be an integer, got {v!r}")
         elif prm.type.name == "size" and v <= 0:
             out.append(f"{k} must be positive (a size), got {v}")
+    unusable = bool(out)  # values that are no sizes: the asserts cannot be evaluated
     missing = [k for k in ctrl if k not in sizes]
     if missing and complete:
         out.append(f"no value for {', '.join(missing)}")
-    if out or missing:
+    if unusable:
         return out
     for pred in p.preds:
-        if _mentions_stride(pred):
+        if _mentions_stride(pred) or not _names(pred) <= sizes.keys():
             continue
-        if not ev(pred, dict(sizes)):
+        try:
+            ok, why = ev(pred, dict(sizes)), ""
+        except ZeroDivisionError:
+            ok, why = False, " (it divides by zero)"
+        if not ok:
             si = pred.srcinfo
             where = f" ({si.file}:{si.line})" if si is not None and si.line else ""
             vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
             verb = "violates" if len(sizes) == 1 else "violate"
-            out.append(f"{vals} {verb} `assert {expr_str(pred)}`{where}")
+            out.append(f"{vals} {verb} `assert {expr_str(pred)}`{where}{why}")
+    return out
+
+
+def _names(e) -> set:
+    """The variables (sizes) expression ``e`` reads."""
+    from .ir.nodes import Read
+
+    if isinstance(e, Read):
+        return {e.name}
+    out = set()
+    for f in ("lhs", "rhs", "arg"):
+        if hasattr(e, f):
+            out |= _names(getattr(e, f))
     return out
 
 

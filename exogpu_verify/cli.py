@@ -196,7 +196,8 @@ def _sizes_for(targets: list[Target], sizes: dict | None, mode: str = "auto"
                 raise UsageError(f"{si.file}:{si.line}: VERIFY_SIZES, the sizes {t.label} is "
                                  "checked at when its all-size proof is inconclusive: "
                                  + "; ".join(problems) + " (give each size parameter a "
-                                 "positive integer, or pass --sizes)")
+                                 f"positive integer satisfying {t.label}'s asserts, or pass "
+                                 "--sizes)")
         return {id(t): None for t in targets}
     known = {prm.name for t in targets for prm in t.proc.params if not prm.is_data}
     for k in sizes:

@@ -126,6 +126,60 @@ def test_bad_verify_sizes_is_usage_error_naming_its_line(tmp_path, capsys):
     assert run([f, "--sizes", "N=256"], capsys)[0] == 0
 
 
+TWO = '''
+from __future__ import annotations
+from exogpu_verify import *
+
+VERIFY_SIZES = {sizes}
+
+
+@proc
+def copy2(N: size, M: size, A: f32[N] @ CudaGmemLinear, B: f32[N] @ CudaGmemLinear):
+    assert N % 256 == 0
+    assert N % (M - 1) == 0
+    with CudaDeviceFunction(blockDim=256):
+        for task in cuda_tasks(0, N / 256):
+            for t in cuda_threads(0, 256, unit=cuda_thread):
+                B[task * 256 + t] = A[task * 256 + t]
+'''
+
+
+@pytest.mark.parametrize("sizes, says", [
+    # an assert on the sizes given is checked though another size is missing (was exit 3:
+    # 'no value for M' from the fallback, the violation unsaid)
+    ('{"N": 100}', "N=100 violates `assert N % 256 == 0` ({f}:10)"),
+    # an assert that cannot be evaluated at the sizes (was a ZeroDivisionError traceback)
+    ('{"N": 256, "M": 1}', "N=256, M=1 violate `assert N % (M - 1) == 0` ({f}:11) (it divides "
+                          "by zero)"),
+], ids=["partial", "divides-by-zero"])
+def test_verify_sizes_violating_an_assert_is_usage_error_naming_it(tmp_path, capsys, sizes,
+                                                                   says):
+    f = write(tmp_path, "k2.py", TWO.format(sizes=sizes))
+    for mode in ("auto", "concrete"):
+        code, out, err = run([f, "--mode", mode], capsys)
+        assert code == 2, (out, err)  # bad usage, as --sizes violating an assert is
+        assert f"{f}:5: VERIFY_SIZES, the sizes copy2 is checked at" in err
+        assert says.format(f=f) in err
+        assert "(give each size parameter a positive integer satisfying copy2's asserts, or " \
+               "pass --sizes)" in err
+        assert "Traceback" not in out + err
+    code, _, err = run([f, "--mode", "symbolic"], capsys)  # not used by the all-size check
+    assert code != 2 and "VERIFY_SIZES" not in err
+
+
+def test_sizes_violating_an_assert_are_named_with_a_size_missing(tmp_path, capsys):
+    f = write(tmp_path, "k2.py", TWO.format(sizes='{"N": 100}'))
+    code, _, err = run([f, "--sizes", "N=100", "--mode", "concrete"], capsys)
+    assert code == 2
+    assert "no value for M; N=100 violates `assert N % 256 == 0`" in err
+    mod, diag = load_module(f)
+    r = verify(mod.copy2, mode="concrete")
+    assert r.verdict == "unknown"
+    [d] = r.diagnostics
+    assert d.kind == "usage" and d.line == 5
+    assert "no value for M; N=100 violates `assert N % 256 == 0`" in d.message
+
+
 # ------------------------------------------------------------------ verify()
 
 
