@@ -34,10 +34,12 @@ range get no access (the ring's own rules report those).
 index ``r`` *writes* cell ``(lifetime, c..., r, copy id)`` by its lead thread of each CTA
 (``amir/lead.py``: the thread whose ``mbarrier.expect_tx`` arms that CTA's mbarrier), and an
 Arrive on ``r`` *reads* every copy id's cell of ``r`` by the lead thread of each CTA it runs on,
-before the Arrive: the copy's issue happens before every arrival on its element that can
-complete the phase, local or from another CTA (docs/semantics.md, "Copy issues"). A ref with
-one CTA interval ``0:n`` is split into its ``n`` CTAs' elements (a copy's write by the lead of
-CTA ``j`` on element ``j``; an Arrive's reads by the leads of every CTA on each element).
+before the Arrive: the copy's issue happens before an arrival on its element that the phase
+needs, local or from another CTA (docs/semantics.md, "Copy issues"). A ref with one CTA
+interval ``0:n`` is split into its ``n`` CTAs' elements: a copy's write by the lead of CTA
+``j`` on element ``j``; an Arrive's read of element ``j`` by CTA ``j``'s lead where the
+Arrive runs on every CTA in each instance (no enclosing ``If``), else by the leads of every
+CTA it runs on (``_issue_accesses``).
 
 Not covered: laps that span two lifetimes of the ring (the code generator continues the
 running index from one lifetime to the next); see docs/semantics.md.
@@ -53,6 +55,8 @@ from ..ir.memories import BarrierMechanism, MbarrierIssues, MbarrierPhases, Mbar
 from ..ir.timelines import cuda_in_order_instr
 from ..ir.types import bool_, index
 from . import nodes as A
+from .evaluate import _free_names
+from .threads import CollectiveError, range_mask, tile, warps
 
 
 def _c(v: int):
@@ -361,10 +365,76 @@ def _per_cta(other: tuple) -> list:
     return [((-1, 0), other)]
 
 
-def _issue_accesses(r: _Ring, ref, s, mode: str, what: str) -> list:
+@dataclasses.dataclass(frozen=True)
+class _Threads:
+    """The threads a statement runs on, as the concrete machine tiles them
+    (``amir/threads.py``): one mask per instance of the enclosing thread loops (None: not
+    known, e.g. a loop with non-constant bounds), whether an ``If`` encloses it, and the
+    thread loops' iterators."""
+
+    cfg: object
+    masks: tuple | None
+    guarded: bool = False
+    iters: frozenset = frozenset()
+    named: bool = False
+
+    @staticmethod
+    def of(cfg) -> "_Threads":
+        return _Threads(cfg, (range_mask(0, cfg.blockDim * cfg.clusterDim),))
+
+    def loop(self, s: A.AmFor) -> "_Threads":
+        lo, hi = const_value(s.lo), const_value(s.hi)
+        masks = None
+        if self.masks is not None and lo is not None and hi is not None and hi > lo:
+            try:
+                masks = tuple(m for p in self.masks for m in tile(
+                    p, s.unit, hi - lo, self.cfg.blockDim, self.cfg.clusterDim))
+            except CollectiveError:  # reported by the checkers
+                masks = None
+        return dataclasses.replace(self, masks=masks, iters=self.iters | {s.iter})
+
+    def warps(self, ctx) -> "_Threads":
+        masks = None
+        if self.masks is not None:
+            top = ctx.name is not None and not self.named
+            try:
+                masks = tuple(warps(m, ctx, self.cfg, top) for m in self.masks)
+            except CollectiveError:
+                masks = None
+        return dataclasses.replace(self, masks=masks,
+                                   named=self.named or ctx.name is not None)
+
+    def guard(self) -> "_Threads":
+        return dataclasses.replace(self, guarded=True)
+
+    def every_cta(self, ref) -> bool:
+        """Whether every CTA of the cluster arrives on barrier ref ``ref`` whenever one
+        does, on the same element and lap: no enclosing ``If``, no index reading a thread
+        iterator, and the instances' threads cover every CTA."""
+        if self.guarded or self.masks is None:
+            return False
+        for w in ref.idx:
+            for e in w[1:]:
+                names = _free_names(e)
+                if names is None or names & self.iters:
+                    return False
+        bd, cd = self.cfg.blockDim, self.cfg.clusterDim
+        full = (1 << bd) - 1
+        union = 0
+        for m in self.masks:
+            union |= m
+        return all((union >> (c * bd)) & full for c in range(cd))
+
+
+def _issue_accesses(r: _Ring, ref, s, mode: str, what: str, guarded: bool = False) -> list:
     """Accesses of ``z#issues``, before statement ``s`` on ring element ``ref``: a copy
     completing on it writes its own cell (``mode`` write), an Arrive reads every copy's cell
-    of the index (``mode`` read). Each by the lead thread of each CTA (``amir/lead.py``)."""
+    of the index (``mode`` read). Each by the lead thread of each CTA (``amir/lead.py``).
+
+    An Arrive on another CTA's element (a remote arrive) can complete that CTA's phase too:
+    element ``j``'s cell is read by CTA ``j``'s own arrivals alone (lead ``(j, n)``) only where
+    CTA ``j`` arrives on it whenever another CTA does (``_Threads.every_cta``); else
+    (``guarded``) by the lead of every CTA the Arrive runs on."""
     v = r.index(ref)
     if v is None:
         return []
@@ -376,10 +446,7 @@ def _issue_accesses(r: _Ring, ref, s, mode: str, what: str) -> list:
     other = tuple(w for i, w in enumerate(ref.idx) if i != r.dim)
     per = _per_cta(other)
     if mode == "read":
-        # an Arrive on another CTA's element (a remote arrive) can complete that CTA's
-        # phase too: each element's cell is read by the lead thread of every CTA the Arrive
-        # runs on, not only by the element's own CTA (which may not arrive at all)
-        per = [((-1, 0), coords) for _, coords in per]
+        per = [((-1, 0) if guarded else lead, coords) for lead, coords in per]
     accs = [A.AmAccess(r.issues, (("pt", r.lifetime()),) + coords + (("pt", run), c), mode,
                        cuda_in_order_instr, (), s.srcinfo, s.path, what, lead=lead)
             for lead, coords in per]
@@ -460,22 +527,28 @@ def _phase_frees(r: _Ring, s) -> tuple:
     return out
 
 
-def _rewrite(stmts, rings: dict) -> tuple:
+def _rewrite(stmts, rings: dict, at: "_Threads | None" = None) -> tuple:
+    """``at``: where the statements run (``_Threads``; None outside a kernel)."""
     out = []
     for s in stmts:
         t = type(s)
         if t is A.AmFor:
-            body = _rewrite(s.body, rings)
+            body = _rewrite(s.body, rings, at.loop(s) if at is not None and
+                            s.kind == "threads" else at)
             if s.kind == "task" and s.innermost_task:
                 mine = [r for r in rings.values() if r.task is s]
                 body = (tuple(a for r in mine for a in _phase_allocs(r, s)) + body +
                         tuple(f for r in mine for f in _phase_frees(r, s)))
             out.append(dataclasses.replace(s, body=body))
         elif t is A.AmIf:
-            out.append(dataclasses.replace(s, body=_rewrite(s.body, rings),
-                                           orelse=_rewrite(s.orelse, rings)))
-        elif t in (A.AmKernel, A.AmWarps):
-            out.append(dataclasses.replace(s, body=_rewrite(s.body, rings)))
+            sub = at.guard() if at is not None else None
+            out.append(dataclasses.replace(s, body=_rewrite(s.body, rings, sub),
+                                           orelse=_rewrite(s.orelse, rings, sub)))
+        elif t is A.AmKernel:
+            out.append(dataclasses.replace(s, body=_rewrite(s.body, rings, _Threads.of(s.cfg))))
+        elif t is A.AmWarps:
+            out.append(dataclasses.replace(s, body=_rewrite(s.body, rings, at.warps(s.ctx)
+                                                            if at is not None else None)))
         elif t is A.AmAlloc and s.name in rings:
             r = rings[s.name]
             out.append(dataclasses.replace(s, continues=True) if r.continues else s)
@@ -499,7 +572,7 @@ def _rewrite(stmts, rings: dict) -> tuple:
                             r, ref, s, "read",
                             f"Arrive on {_disp(r)} (it can complete the phase: every copy "
                             "completing on it must have been issued, its expect_tx done, by "
-                            "then)")
+                            "then)", at is None or not at.every_cta(ref))
             out += pre + [s]
         elif t is A.AmAwait:
             # before the Await: a parity wait is issued there, and passes at once if the

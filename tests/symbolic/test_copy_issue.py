@@ -25,7 +25,7 @@ EXPECT = {
     "multicast_issuer": "proven",
     "multicast_other_warp": "refuted",
     "multicast_one_cta_arrives": "refuted",
-    "multicast_all_arrive_all": "refuted",
+    "multicast_all_arrive_all": "proven",
 }
 
 
@@ -59,3 +59,25 @@ def test_a_phase_only_a_remote_arrive_completes_is_refused_by_codegen_too():
     assert "does not arrive from every CTA" in str(e.value)
     for name in ("multicast_issuer", "issuer"):
         generate(getattr(P, name), unchecked=True)  # accepted
+
+
+def test_an_arrive_counts_as_every_ctas_own_only_when_every_cta_makes_it():
+    """Element j's issue is ordered before CTA j's own arrivals alone only where every CTA
+    arrives on the element in the same instance (amir/phases.py, ``_Threads.every_cta``):
+    not under an If, not with an index reading a thread iterator, not when the instances'
+    threads miss a CTA. Otherwise every arriving CTA's lead must follow the issue."""
+    from exogpu_verify.amir.nodes import AmBarrierRef
+    from exogpu_verify.amir.phases import _Threads
+    from exogpu_verify.ir import nodes as N
+    from exogpu_verify.ir.types import index
+
+    cfg = N.CudaDeviceFunction(blockDim=128, clusterDim=2)
+    zero, two = N.Const(0, index), N.Const(2, index)
+    ref = AmBarrierRef("z", (("iv", zero, two),))
+    by_cw = AmBarrierRef("z", (("iv", zero, two), ("pt", N.Read("cw", (), index))))
+    both = _Threads(cfg, (1 << 32, 1 << (128 + 32)), iters=frozenset({"cw"}))
+    assert both.every_cta(ref)
+    assert not both.guard().every_cta(ref)
+    assert not both.every_cta(by_cw)
+    assert not _Threads(cfg, (1 << 32,), iters=frozenset({"cw"})).every_cta(ref)
+    assert not _Threads(cfg, None).every_cta(ref)

@@ -198,10 +198,9 @@ def multicast_one_cta_arrives(M: size, A: f32[M, 32] @ CudaGmemLinear,
 
 @proc
 def multicast_all_arrive_all(M: size, A: f32[M, 32] @ CudaGmemLinear, B: f32[M, 2, 32] @ CudaGmemLinear):
-    """The same, each CTA's lane arriving on both CTAs' elements: refuted, stricter than the
-    hardware (CTA 0's own arrival, after its expect_tx, is needed for its phase too), since
-    the checkers order every CTA's issue before every Arrive on its element, remote ones
-    included, whether or not the element's own CTA also arrives."""
+    """The same, each CTA's lane arriving on both CTAs' elements: proven (every CTA arrives
+    on every element in each phase, so each CTA's own arrival, after its expect_tx, is among
+    those its phase needs; the remote arrivals need no order with the peer's issue)."""
     assert M % 64 == 0
     tA = A[:, :] @ Sm90_tensorMap(0, 32, 32)
     with CudaDeviceFunction(blockDim=128, clusterDim=2):
