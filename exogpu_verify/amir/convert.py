@@ -81,6 +81,8 @@ class _Converter:
         self.shapes: dict = {}  # base name -> its shape (AMIR terms)
         #: accumulator base name -> the wgmma shapes that access it (``_wgmma_shape``)
         self.wgmma_shapes: dict[str, set] = {}
+        #: base name -> the memory proxies its atomic accesses go through (``_atomic_proxy``)
+        self.atomic_proxies: dict[str, set] = {}
         self.positive = frozenset(p.size_params())
 
     def unique(self, name: str) -> str:
@@ -306,6 +308,9 @@ class _Converter:
                              what=f"argument '{prm.name}' ({arg.name}) of {s.callee.name}()")
             if _hw_ordered_operand(self.mems.get(base), info.timeline):
                 self.wgmma_shapes.setdefault(base, set()).add(_wgmma_shape(s.callee, prm))
+            if mode == "atomic":
+                self.atomic_proxies.setdefault(base, set()).add(
+                    _atomic_proxy(self.mems.get(base), info.timeline))
             (reads if mode == "read" else writes).append(acc)
         return reads + writes
 
@@ -367,6 +372,42 @@ def _wgmma_shape(callee: N.Procedure, acc: N.Param) -> tuple:
     return ("sig", callee.name, tuple((q.name, str(q.type)) for q in callee.params))
 
 
+def _atomic_proxy(mem, timeline) -> str:
+    """The memory proxy of an atomic access to ``mem`` under ``timeline`` (``"generic"``,
+    ``"async"``, or ``""`` where the memory has none)."""
+    q = mem.qual_tls(timeline) if isinstance(mem, Memory) else None
+    return q[0].proxy if q else ""
+
+
+def _demote_cross_proxy_atomics(stmts: tuple, mixed: dict) -> tuple:
+    """``stmts`` with every atomic access to a base of ``mixed`` (base name -> its memory)
+    that is not made through the async proxy turned into a read-write mutation.
+
+    PTX memory model: two operations are morally strong (and atomic with respect to each
+    other) only if both are performed via the same proxy. A generic-proxy atomic (an
+    ``atomicAdd``-like user instruction) and a TMA reduce-add (async proxy) on one element are
+    therefore not atomic together; the checkers' atomic rule (earlier atomics need nothing)
+    holds only within one proxy. Demoting the generic ones orders each of them against every
+    other access of the element (stricter for two generic atomics of such a tensor), and leaves
+    the async-proxy reductions atomic among themselves."""
+    out = []
+    for s in stmts:
+        if type(s) is A.AmAccess:
+            if s.mode == "atomic" and s.name in mixed and \
+                    _atomic_proxy(mixed[s.name], s.instr_tl) != "async":
+                proxy = _atomic_proxy(mixed[s.name], s.instr_tl) or "generic"
+                s = dataclasses.replace(s, mode="rw", what=(
+                    f"{s.what} (atomic in the {proxy} proxy only, not with the async "
+                    "proxy's reductions of the same tensor)"))
+        else:
+            ch = {f: _demote_cross_proxy_atomics(getattr(s, f), mixed)
+                  for f in ("body", "orelse") if getattr(s, f, None)}
+            if ch:
+                s = dataclasses.replace(s, **ch)
+        out.append(s)
+    return tuple(out)
+
+
 def _unorder_mixed_shapes(stmts: tuple, mixed: dict) -> tuple:
     """``stmts`` with every hardware-ordered access to an accumulator of ``mixed`` (base name
     -> its memory) marked ``hw_order=False``."""
@@ -401,6 +442,9 @@ def lower_to_amir(p: N.Procedure) -> A.AmProc:
     mixed = {b: c.mems[b] for b, shapes in c.wgmma_shapes.items() if len(shapes) > 1}
     if mixed:
         body = _unorder_mixed_shapes(body, mixed)
+    cross = {b: c.mems[b] for b, ps in c.atomic_proxies.items() if len(ps) > 1}
+    if cross:
+        body = _demote_cross_proxy_atomics(body, cross)
     ctrl = tuple(prm.name for prm in p.params if not prm.is_data)
     from .phases import add_phase_accesses
 
