@@ -5,6 +5,7 @@ exceptions the machine raises."""
 from __future__ import annotations
 
 from ..ir import nodes as N
+from ..ir.affine import free_names as _free_names  # noqa: F401 - batch, interp
 from ..ir.timelines import QUAL_TLS, cuda_stream_sync
 from . import nodes as A
 from .machine import Event, point_key
@@ -166,21 +167,6 @@ def _mutated_names(stmts, out: set) -> set:
     return out
 
 
-
-
-def _free_names(e):
-    """Control variables an expression reads, or None if it is not a plain control
-    expression (then it is treated as depending on everything)."""
-    if isinstance(e, N.Const) or isinstance(e, N.StrideExpr):
-        return frozenset()
-    if isinstance(e, N.Read):
-        return None if e.idx else frozenset((e.name,))
-    if isinstance(e, N.BinOp):
-        a, b = _free_names(e.lhs), _free_names(e.rhs)
-        return None if a is None or b is None else a | b
-    if isinstance(e, N.UnOp):
-        return _free_names(e.arg)
-    return None
 
 
 _BOXES: dict = {}

@@ -50,12 +50,11 @@ from __future__ import annotations
 import dataclasses
 
 from ..ir import nodes as N
-from ..ir.affine import const_value
+from ..ir.affine import const_value, free_names
 from ..ir.memories import BarrierMechanism, MbarrierIssues, MbarrierPhases, MbarrierWaits
 from ..ir.timelines import cuda_in_order_instr
 from ..ir.types import bool_, index
 from . import nodes as A
-from .evaluate import _free_names
 from .threads import CollectiveError, range_mask, tile, warps
 
 
@@ -415,7 +414,7 @@ class _Threads:
             return False
         for w in ref.idx:
             for e in w[1:]:
-                names = _free_names(e)
+                names = free_names(e)
                 if names is None or names & self.iters:
                     return False
         bd, cd = self.cfg.blockDim, self.cfg.clusterDim

@@ -199,3 +199,18 @@ def cond_to_isl_str(e: Expr, rename: dict[str, str] | None = None) -> str:
                 return f"({a} < {b} or {a} > {b})"
             return f"{a} {op} {b}"
     raise NotAffine(e, "not an affine condition")
+
+
+def free_names(e) -> frozenset | None:
+    """Control variables an expression reads, or None if it is not a plain control
+    expression (then it is treated as depending on everything)."""
+    if isinstance(e, (Const, StrideExpr)):
+        return frozenset()
+    if isinstance(e, Read):
+        return None if e.idx else frozenset((e.name,))
+    if isinstance(e, BinOp):
+        a, b = free_names(e.lhs), free_names(e.rhs)
+        return None if a is None or b is None else a | b
+    if isinstance(e, UnOp):
+        return free_names(e.arg)
+    return None
