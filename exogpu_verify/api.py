@@ -301,20 +301,26 @@ def module_sizes_problems(p: Procedure, missing: bool = False) -> list[str]:
 def module_setting_at(p: Procedure, name: str):
     """Where the module of ``p`` assigns ``name`` (``VERIFY_SIZES = ...``), else ``p``'s
     def: the place a diagnostic about that setting points at."""
-    import ast
-
     from .ir.srcinfo import SrcInfo
 
     si = p.srcinfo
+    at = assignment_at(getattr(si, "file", None), name)
+    return SrcInfo(si.file, at[0], at[1]) if at is not None else si
+
+
+def assignment_at(file, name: str) -> tuple[int, int] | None:
+    """(line, column) where module ``file`` assigns ``name`` at its top level, or None."""
+    import ast
+
     try:
-        tree = ast.parse(Path(si.file).read_text(), filename=si.file)
+        tree = ast.parse(Path(file).read_text(), filename=str(file))
     except (AttributeError, TypeError, OSError, SyntaxError, ValueError):
-        return si
+        return None
     for st in tree.body:
         if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
                                               for t in st.targets):
-            return SrcInfo(si.file, st.lineno, st.col_offset)
-    return si
+            return st.lineno, st.col_offset
+    return None
 
 
 def _as_ints(sizes: dict) -> dict:

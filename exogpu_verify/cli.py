@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .api import (MODES, module_setting_at, module_sizes_problems, size_problems,
+from .api import (MODES, assignment_at, module_setting_at, module_sizes_problems, size_problems,
                   timeout_for, verify)
 from .errors import ExoGpuError
 from .parallel import Failed, Job, context, default_jobs, inherits_memory, run_jobs
@@ -117,6 +117,10 @@ class Target:
     file: Path
     name: str
     proc: Procedure
+    #: the binding file's ``VERIFY_SIZES`` when the proc is defined in another module (a
+    #: ``VARIANTS`` dict of procs a library generator builds): the spec module's sizes
+    #: apply to the procs it binds (LANGUAGE.md); None when the proc's own module decides
+    file_sizes: object = None
 
     @property
     def label(self) -> str:
@@ -154,7 +158,10 @@ def _load(args, out) -> tuple[list[Target], int]:
                 load_errors += 1
                 out.load_error(f, d)
             bound = [(name, p) for name, p in bound if p.name not in clashes]
-            targets += [Target(f, name, p) for name, p in bound]
+            here = vars(mod)
+            targets += [Target(f, name, p, here.get("VERIFY_SIZES")
+                               if "VERIFY_SIZES" in here and p.module is not here else None)
+                        for name, p in bound]
             only = [k for k, v in vars(mod).items() if isinstance(v, Procedure)
                     and not v.is_instr and all(v is not p for _, p in bound)]
             seen[key] = (len(bound), only)
@@ -189,16 +196,31 @@ def _sizes_for(targets: list[Target], sizes: dict | None, mode: str = "auto"
     violate a proc's asserts; without ``--sizes``, a module's VERIFY_SIZES whose values
     could not be checked at (named with its file and line, as a bad VERIFY_TIMEOUT is)."""
     if sizes is None:
-        for t in targets if mode != "symbolic" else ():
-            problems = module_sizes_problems(t.proc)
-            if problems:
+        out: dict[int, dict | None] = {}
+        for t in targets:
+            out[id(t)] = None
+            if mode == "symbolic":
+                continue
+            if t.file_sizes is not None:  # the spec module's sizes, for a proc built elsewhere
+                vs = t.file_sizes
+                problems = [f"VERIFY_SIZES = {vs!r} must be a dict of size name -> int"] \
+                    if not isinstance(vs, dict) else []
+                if not problems:
+                    out[id(t)] = {k: v for k, v in vs.items()
+                                  if isinstance(k, str) and t.proc.param(k) is not None}
+                    problems = size_problems(t.proc, out[id(t)])
+                where = f"{t.file}:{(assignment_at(t.file, 'VERIFY_SIZES') or (1,))[0]}"
+            else:
+                problems = module_sizes_problems(t.proc)
                 si = module_setting_at(t.proc, "VERIFY_SIZES")
-                raise UsageError(f"{si.file}:{si.line}: VERIFY_SIZES, the sizes {t.label} is "
+                where = f"{si.file}:{si.line}"
+            if problems:
+                raise UsageError(f"{where}: VERIFY_SIZES, the sizes {t.label} is "
                                  "checked at when its all-size proof is inconclusive: "
                                  + "; ".join(problems) + " (give each size parameter a "
                                  f"positive integer satisfying {t.label}'s asserts, or pass "
                                  "--sizes)")
-        return {id(t): None for t in targets}
+        return out
     known = {prm.name for t in targets for prm in t.proc.params if not prm.is_data}
     for k in sizes:
         if k not in known:

@@ -255,3 +255,33 @@ def test_bad_module_timeout_is_a_usage_error_naming_it(copy2d, capsys, value):
     code, out, err = run([copy2d], capsys)
     assert code == 2 and "VERIFY_TIMEOUT" in err and "positive number of seconds" in err
     assert "Traceback" not in out + err
+
+
+def test_a_spec_modules_verify_sizes_apply_to_the_factory_procs_it_binds(tmp_path, capsys):
+    """A spec module binding procs built by a factory in another module (``specs/gemm.py``'s
+    VARIANTS) sets the sizes those procs are checked at: before, the sizes were looked up in
+    the factory's module only, and `--mode concrete` said "needs a value for N"."""
+    from pathlib import Path
+
+    progs = Path(__file__).resolve().parent / "progs"
+    spec = tmp_path / "copy_specs.py"
+    spec.write_text(textwrap.dedent(f'''
+        import sys
+        sys.path.insert(0, {str(progs)!r})
+        from copy_factory import make_copy
+
+        copy256 = make_copy(256)
+        VERIFY_SIZES = {{"N": 512}}
+    '''))
+    code = main([str(spec), "--mode", "concrete", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0, doc
+    (r,) = doc["reports"]
+    assert r["verdict"] == "checked" and r["sizes"] == {"N": 512}, r
+    spec.write_text(spec.read_text().replace('{"N": 512}', '{"N": 300}'))
+    code = main([str(spec), "--mode", "concrete"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert re.search(r"copy_specs\.py:7: VERIFY_SIZES, the sizes copy256 \(copy\) is checked",
+                     err), err
+    assert "N % 256 == 0" in err, err
