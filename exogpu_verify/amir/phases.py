@@ -368,8 +368,8 @@ def _per_cta(other: tuple) -> list:
 class _Threads:
     """The threads a statement runs on, as the concrete machine tiles them
     (``amir/threads.py``): one mask per instance of the enclosing thread loops (None: not
-    known, e.g. a loop with non-constant bounds), whether an ``If`` encloses it, and the
-    thread loops' iterators."""
+    known, e.g. a loop with non-constant bounds), whether an ``If`` or a loop whose bounds
+    read a thread iterator encloses it (``guarded``), and the thread loops' iterators."""
 
     cfg: object
     masks: tuple | None
@@ -406,17 +406,22 @@ class _Threads:
     def guard(self) -> "_Threads":
         return dataclasses.replace(self, guarded=True)
 
+    def reads_thread(self, *exprs) -> bool:
+        """Whether an expression of ``exprs`` reads a thread iterator (or is not a plain
+        control expression)."""
+        for e in exprs:
+            names = free_names(e)
+            if names is None or names & self.iters:
+                return True
+        return False
+
     def every_cta(self, ref) -> bool:
         """Whether every CTA of the cluster arrives on barrier ref ``ref`` whenever one
         does, on the same element and lap: no enclosing ``If``, no index reading a thread
         iterator, and the instances' threads cover every CTA."""
-        if self.guarded or self.masks is None:
+        if self.guarded or self.masks is None or \
+                any(self.reads_thread(*w[1:]) for w in ref.idx):
             return False
-        for w in ref.idx:
-            for e in w[1:]:
-                names = free_names(e)
-                if names is None or names & self.iters:
-                    return False
         bd, cd = self.cfg.blockDim, self.cfg.clusterDim
         full = (1 << bd) - 1
         union = 0
@@ -532,8 +537,11 @@ def _rewrite(stmts, rings: dict, at: "_Threads | None" = None) -> tuple:
     for s in stmts:
         t = type(s)
         if t is A.AmFor:
-            body = _rewrite(s.body, rings, at.loop(s) if at is not None and
-                            s.kind == "threads" else at)
+            sub = at
+            if at is not None:  # a loop whose bounds read a thread iterator selects threads
+                sub = at.loop(s) if s.kind == "threads" else \
+                    at.guard() if at.reads_thread(s.lo, s.hi) else at
+            body = _rewrite(s.body, rings, sub)
             if s.kind == "task" and s.innermost_task:
                 mine = [r for r in rings.values() if r.task is s]
                 body = (tuple(a for r in mine for a in _phase_allocs(r, s)) + body +

@@ -26,6 +26,7 @@ EXPECT = {
     "multicast_other_warp": "refuted",
     "multicast_one_cta_arrives": "refuted",
     "multicast_all_arrive_all": "proven",
+    "multicast_seq_by_cta": "refuted",
 }
 
 
@@ -64,8 +65,8 @@ def test_a_phase_only_a_remote_arrive_completes_is_refused_by_codegen_too():
 def test_an_arrive_counts_as_every_ctas_own_only_when_every_cta_makes_it():
     """Element j's issue is ordered before CTA j's own arrivals alone only where every CTA
     arrives on the element in the same instance (amir/phases.py, ``_Threads.every_cta``):
-    not under an If, not with an index reading a thread iterator, not when the instances'
-    threads miss a CTA. Otherwise every arriving CTA's lead must follow the issue."""
+    not under an If or a loop whose bounds read a thread iterator, not with an index reading
+    one, not when the instances' threads miss a CTA. Otherwise every arriving CTA's lead must follow the issue."""
     from exogpu_verify.amir.nodes import AmBarrierRef
     from exogpu_verify.amir.phases import _Threads
     from exogpu_verify.ir import nodes as N
@@ -79,5 +80,7 @@ def test_an_arrive_counts_as_every_ctas_own_only_when_every_cta_makes_it():
     assert both.every_cta(ref)
     assert not both.guard().every_cta(ref)
     assert not both.every_cta(by_cw)
+    cw = N.Read("cw", (), index)
+    assert both.reads_thread(cw) and not both.reads_thread(zero)
     assert not _Threads(cfg, (1 << 32,), iters=frozenset({"cw"})).every_cta(ref)
     assert not _Threads(cfg, None).every_cta(ref)

@@ -218,3 +218,29 @@ def multicast_all_arrive_all(M: size, A: f32[M, 32] @ CudaGmemLinear, B: f32[M, 
                     for r in seq(0, 16):
                         B[task * 64 + r * 4 + t / 32, cta, t % 32] = s[cta, r * 4 + t / 32, t % 32]
             Fence(cuda_in_order, cuda_generic_and_async_proxy)
+
+
+@proc
+def multicast_seq_by_cta(M: size, A: f32[M, 32] @ CudaGmemLinear, B: f32[M, 2, 32] @ CudaGmemLinear):
+    """The same, each CTA arriving in a loop of cw iterations: CTA 0 never arrives, so its
+    phase is completed by CTA 1's remote arrive alone, unordered with CTA 0's expect_tx:
+    refuted (a loop whose bounds read a thread iterator selects threads like an If; it was
+    proven while only an If counted)."""
+    assert M % 64 == 0
+    tA = A[:, :] @ Sm90_tensorMap(0, 32, 32)
+    with CudaDeviceFunction(blockDim=128, clusterDim=2):
+        for task in cuda_tasks(0, M / 64):
+            s: f32[2, 64, 32] @ CudaSmemLinear
+            z: barrier[2] @ CudaMbarrier
+            with CudaWarps(1, 2):
+                tma_mc(64, 32, s[:, :, :], tA[task * 64:task * 64 + 64, :]) >> z[:]
+                for cw in cuda_threads(0, 2, unit=cuda_warp_in_cluster):
+                    for t in cuda_threads(0, 1, unit=cuda_thread):
+                        for i in seq(0, cw):
+                            Arrive(cuda_temporal) >> z[:]
+            for cta in cuda_threads(0, 2, unit=cuda_cta_in_cluster):
+                Await(z[cta], cuda_generic_and_async_proxy, 0)
+                for t in cuda_threads(0, 128, unit=cuda_thread):
+                    for r in seq(0, 16):
+                        B[task * 64 + r * 4 + t / 32, cta, t % 32] = s[cta, r * 4 + t / 32, t % 32]
+            Fence(cuda_in_order, cuda_generic_and_async_proxy)
