@@ -23,7 +23,7 @@ from exogpu_verify.analysis import StaticInfo
 from exogpu_verify.analysis.tiling import Affine
 from exogpu_verify.ir import nodes as N
 from exogpu_verify.ir.affine import const_value
-from exogpu_verify.ir.timelines import wgmma_async_instr, wgmma_zero_instr
+from exogpu_verify.ir.timelines import wgmma_async_instr, wgmma_fence_1, wgmma_zero_instr
 
 from . import sync as S
 from .buffers import Buf, c_order_strides
@@ -44,6 +44,9 @@ class Ctx:
     bars: dict
     group: str | None = None
     warps: tuple[int, int] | None = None  # warps [lo, hi) of each CTA running this path
+    #: the wgmma accumulator arrays in scope (``Sm90_RmemMatrixD`` allocations' C++ names):
+    #: fenced as asm operands at each wgmma wait and ``wgmma.fence`` (``exo_fence_acc``)
+    accs: tuple = ()
 
 
 @dataclass
@@ -429,6 +432,9 @@ class KernelGen:
         elif isinstance(s, N.Call):
             self._call(s, path, ctx)
         elif isinstance(s, N.Fence):
+            if s.L1 == wgmma_fence_1:  # register writes before it stay before it
+                for c in ctx.accs:
+                    L(f"exo_fence_acc({c});")
             for ln in S.lower_fence(s, self._coll(path, s), self.C, self._named(path, ctx),
                                     self.proxy):
                 L(ln)
@@ -506,6 +512,7 @@ class KernelGen:
                 L(f"for (int exo_i = 0; exo_i < {nf}; ++exo_i) {c}_scale_d[exo_i] = 1;")
                 b = replace(b, scale_d=(f"{c}_scale_d", tuple(fl)) if fl else
                             (f"{c}_scale_d[0]", ()))
+                ctx = replace(ctx, accs=ctx.accs + (c,))
         else:
             raise not_supported(f"allocating {mem} in device code", s)
         return replace(ctx, bufs={**ctx.bufs, s.name: b})
@@ -777,6 +784,9 @@ class KernelGen:
         if b.kind == "commit":
             for ln in S.lower_commit_await(s, b, self.bulk_read):
                 L(ln)
+            if b.mech.name == "Sm90_WgmmaCommitGroup":  # reads after it stay after it
+                for c in ctx.accs:
+                    L(f"exo_fence_acc({c});")
             return
         if b.kind == "cluster":
             for ln in S.lower_cluster_await(s, True, self.proxy):

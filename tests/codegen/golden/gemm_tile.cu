@@ -108,6 +108,16 @@ __device__ __forceinline__ void exo_mbar_wait_cluster(uint32_t addr, uint32_t pa
 #endif
   } while (!done);
 }
+// a wgmma accumulator array as an asm operand: an empty asm that reads and writes every
+// register, so the compiler keeps the array's reads and writes on their side of the
+// wgmma.wait_group or wgmma.fence it follows or precedes (the wait's and the fence's asm
+// touch memory only, and accumulator registers are no memory: PTX ISA, wgmma, accessing
+// them before the wait is undefined behaviour)
+template <int N>
+__device__ __forceinline__ void exo_fence_acc(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
 
 #define EXO_TRY(x) do { const int exo_e = int(x); if (exo_e != 0) return exo_e; } while (0)
 enum { EXO_ERR_TMAP_STRIDE = 100001, EXO_ERR_TMAP_DRIVER = 100002, EXO_ERR_TMAP_BASE = 200000 };
@@ -276,6 +286,7 @@ exo_kernel0_gemm_tile(const __grid_constant__ exo_Args0_gemm_tile exo_args) {
         {
           [[maybe_unused]] const int wg_1 = (exo_tid - 128) / 128;
           { const int exo_j = k_1 + exo_base_raw; exo_mbar_wait(exo_smem_sh + 0u + 8u * ((unsigned(exo_j) % 4u)), ((unsigned(exo_j) / 4u) & 1u)); }
+          exo_fence_acc(D_1);
           asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
           #pragma unroll
           for (int kk = 0; kk < 4; ++kk) {
@@ -283,6 +294,7 @@ exo_kernel0_gemm_tile(const __grid_constant__ exo_Args0_gemm_tile exo_args) {
           }
           asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
           asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+          exo_fence_acc(D_1);
           {
             [[maybe_unused]] const int t_1 = (exo_tid - (128 * wg_1 + 128));
             if (t_1 < 1) {

@@ -108,6 +108,16 @@ __device__ __forceinline__ void exo_mbar_wait_cluster(uint32_t addr, uint32_t pa
 #endif
   } while (!done);
 }
+// a wgmma accumulator array as an asm operand: an empty asm that reads and writes every
+// register, so the compiler keeps the array's reads and writes on their side of the
+// wgmma.wait_group or wgmma.fence it follows or precedes (the wait's and the fence's asm
+// touch memory only, and accumulator registers are no memory: PTX ISA, wgmma, accessing
+// them before the wait is undefined behaviour)
+template <int N>
+__device__ __forceinline__ void exo_fence_acc(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i]) :: "memory");
+}
 
 #define EXO_TRY(x) do { const int exo_e = int(x); if (exo_e != 0) return exo_e; } while (0)
 enum { EXO_ERR_TMAP_STRIDE = 100001, EXO_ERR_TMAP_DRIVER = 100002, EXO_ERR_TMAP_BASE = 200000 };
