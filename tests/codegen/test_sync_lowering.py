@@ -109,3 +109,20 @@ def test_wgmmas_on_parts_of_a_lazily_zeroed_tile_are_refused():
         src(LP.lazy_zero_split)
     assert "part of the accumulator tile 'D'" in str(e.value)
     assert e.value.diagnostic.line is not None
+
+
+def test_wgmma_accumulators_are_fenced_operands_at_each_wait_and_wgmma_fence():
+    """Every ``wgmma.wait_group`` is followed, and every ``wgmma.fence`` preceded, by an
+    operand fence of each accumulator in scope, so the compiler cannot move an accumulator
+    access across them (their asm clobbers memory only; docs/codegen.md)."""
+    from exogpu_verify.kernels.gemm import schedule_library
+
+    s = src(schedule_library()[-1][1])
+    lines = [ln.strip() for ln in s.splitlines()]
+    waits = [i for i, ln in enumerate(lines) if 'asm volatile("wgmma.wait_group' in ln]
+    fences = [i for i, ln in enumerate(lines) if 'asm volatile("wgmma.fence.sync' in ln]
+    assert waits and fences
+    for i in waits:
+        assert lines[i + 1].startswith("exo_fence_acc("), lines[i:i + 2]
+    for i in fences:
+        assert lines[i - 1].startswith("exo_fence_acc("), lines[i - 1:i + 1]
