@@ -111,13 +111,18 @@ def to_isl_str(e: Expr, rename: dict[str, str] | None = None) -> str:
             other = b
             if k is None:
                 k, other = const_value(e.rhs), a
+            if k is None:
+                raise NotAffine(e, "product of two non-constant expressions")
             return f"({k} * ({other}))"
         if e.op in ("+", "-"):
             return f"({a} {e.op} {b})"
-        if e.op == "/":
-            return f"floor(({a})/{b})"
-        if e.op == "%":
-            return f"(({a}) mod {b})"
+        if e.op in ("/", "%"):
+            c = const_value(e.rhs)
+            if c is None:
+                raise NotAffine(e, f"'{e.op}' by a non-constant")
+            if c <= 0:
+                raise NotAffine(e, f"'{e.op}' by a non-positive constant {c}")
+            return f"floor(({a})/{b})" if e.op == "/" else f"(({a}) mod {b})"
     raise NotAffine(e, "not an affine integer expression")
 
 
