@@ -111,6 +111,15 @@ def divide_loop(proc, loop_cursor_, div_const: int, new_iters, tail: str = "guar
         fwd_inner_depth = 1
         checked += f"; guard {q}*{io} + {ii} < {expr_str(n)} covers exactly the old range"
     else:
+        # With hi < lo the loop runs nothing, but floor division and modulo make the cut
+        # tail run (hi - lo) % q > 0 iterations below lo: the tails need lo <= hi.
+        if not D.prove(proc, vs, cs, cmp("<=", s.lo, s.hi)):
+            raise SchedulingError(
+                f"divide_loop(tail={tail!r}): cannot prove {expr_str(s.lo)} <= "
+                f"{expr_str(s.hi)}; when the loop is empty the tail loop would still run "
+                f"({expr_str(n)}) % {q} iterations", proc, [path],
+                dependence="use tail='guard', or add an assert that keeps the loop's range "
+                "non-negative")
         outer = N.For(io, const(0), div(n, q), mode,
                       (N.For(ii, const(0), const(q), imode, main_body, s.srcinfo),), s.srcinfo)
         rem = mod(n, q)
