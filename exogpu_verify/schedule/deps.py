@@ -150,7 +150,7 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
             kind = "W" if isinstance(s, N.Assign) else "RED"
             lhs = s.name + (f"[{', '.join(expr_str(i) for i in s.idx)}]" if s.idx else "")
             out.append(Access(name, kind, idx, list(vs), list(cs), path, lhs,
-                              covers=kind == "W"))
+                              covers=kind == "W" and _readable(cs)))
         elif isinstance(s, N.For):
             nv = vs + [(s.iter, s.lo, s.hi)]
             for k, c in enumerate(s.body):
@@ -176,7 +176,8 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
                 for kd in sorted(kinds.get(prm.name, ())) or ["R"]:
                     out.append(Access(name, kd, idx, list(vs), list(cs), path,
                                       f"{s.callee.name}(..{expr_str(a)}..)",
-                                      covers=kd == "W" and prm.name in full))
+                                      covers=kd == "W" and prm.name in full
+                                      and _readable(cs)))
 
     for s, p in zip(stmts, paths):
         go(s, list(extra_vars), list(extra_cons), p)
@@ -188,6 +189,13 @@ def collect(proc: N.Procedure, stmts, paths, extra_vars=(), extra_cons=()) -> li
 
 def _params(proc: N.Procedure) -> list[str]:
     return [p.name for p in proc.params if not p.is_data and p.type.name != "bool"]
+
+
+def _readable(cs) -> bool:
+    """Can isl read every guard in ``cs``? A guard it cannot read (a boolean parameter) is
+    dropped from the constraints, which enlarges an access's instance set: sound for
+    conflicts, but a write so enlarged must not count as covering (storing every element)."""
+    return all(_cons_str(c, {}) is not None for c in cs)
 
 
 def _cons_str(e, rename) -> str | None:

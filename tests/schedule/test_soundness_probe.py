@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from sched_util import P, same
 
-from exogpu_verify.schedule import SchedulingError, divide_loop
+from exogpu_verify.schedule import (SchedulingError, divide_loop, lift_alloc, sink_alloc,
+                                    stage_mem)
 
 # ---------------------------------------------------------------- divide_loop: cut tails
 
@@ -36,3 +37,54 @@ def test_divide_loop_cut_of_non_empty_loop_is_accepted(tail):
     p1 = divide_loop(p, "i", 4, ["io", "ii"], tail=tail)
     for n in (2, 3, 6, 9):
         same(p, p1, {"N": n})
+
+
+# ------------------------------------- value flow: guards isl cannot read never cover
+
+BOOL_GUARD_LIFT = """
+def f(N: size, b: bool, A: f32[N, 4], y: f32[N]):
+    for i in seq(0, N):
+        t: f32[4] @ DRAM
+        if b and i == 0:
+            for j in seq(0, 4):
+                t[j] = A[i, j]
+        for j in seq(0, 4):
+            y[i] += t[j]
+"""
+
+
+def test_lift_alloc_write_under_boolean_guard_does_not_cover():
+    # the guard was dropped from the write's instances, so t[j] looked written in every
+    # iteration; lifted, iteration 1 would read row 0 instead of a fresh (NaN) buffer
+    p = P(BOOL_GUARD_LIFT)
+    with pytest.raises(SchedulingError, match="carry values between iterations of 'i'"):
+        lift_alloc(p, "t : _")
+
+
+def test_sink_alloc_write_under_boolean_guard_does_not_cover():
+    p = P("""
+def f(N: size, b: bool, A: f32[N, 4], y: f32[N]):
+    t: f32[4] @ DRAM
+    for i in seq(0, N):
+        if b and i == 0:
+            for j in seq(0, 4):
+                t[j] = A[i, j]
+        for j in seq(0, 4):
+            y[i] += t[j]
+""")
+    with pytest.raises(SchedulingError, match="carry values between iterations of 'i'"):
+        sink_alloc(p, "t : _")
+
+
+def test_stage_mem_keeps_the_load_under_a_boolean_guard():
+    # the writes cover A[0:4] only when b holds; with the load omitted, the write-back
+    # stored uninitialized values into A[4:8] (and into A[0:4] when b is false)
+    p = P("""
+def f(b: bool, A: f32[8], y: f32[8]):
+    for j in seq(0, 8):
+        if b and j < 4:
+            A[j] = y[j]
+""")
+    p1 = stage_mem(p, p.find_loop("j"), "A[0:8]", "As")
+    for b in (True, False):
+        same(p, p1, {"b": b})
