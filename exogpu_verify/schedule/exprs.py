@@ -44,6 +44,21 @@ def _data_reads(e) -> set:
             isinstance(x.type, ScalarType)}
 
 
+def _bases(proc):
+    """name -> the tensor it views (window statements resolved; others map to themselves):
+    a write through ``w = A[0:4]`` is a write of ``A``."""
+    aliases = D.window_aliases(proc)
+
+    def base(n):
+        seen = set()
+        while n in aliases and n not in seen:
+            seen.add(n)
+            n = aliases[n].name
+        return n
+
+    return base
+
+
 # ---------------------------------------------------------------- rewrite_expr
 
 
@@ -133,8 +148,10 @@ def inline_assign(proc, assign_cursor):
                               "that follow the assignment in its block (or written "
                               "elsewhere); its value there would change", proc,
                               [path] + elsewhere[:3])
+    base = _bases(proc)
+    watched = {base(n) for n in {x} | _data_reads(s.rhs)}
     for t in walk(rest):
-        if isinstance(t, (N.Assign, N.Reduce)) and t.name in {x} | _data_reads(s.rhs):
+        if isinstance(t, (N.Assign, N.Reduce)) and base(t.name) in watched:
             raise SchedulingError(f"inline_assign: '{t.name}' is written after the "
                                   f"assignment; the inlined {expr_str(s.rhs)} could see a "
                                   "different value", proc, [path])
@@ -143,7 +160,7 @@ def inline_assign(proc, assign_cursor):
 
             kinds = _param_kinds(t.callee)
             for prm, a in zip(t.callee.params, t.args):
-                if isinstance(a, N.WindowExpr) and a.name in {x} | _data_reads(s.rhs) and \
+                if isinstance(a, N.WindowExpr) and base(a.name) in watched and \
                         kinds.get(prm.name, set()) & {"W", "RED"}:
                     raise SchedulingError(f"inline_assign: {t.callee.name} writes "
                                           f"'{a.name}' after the assignment", proc, [path])
@@ -238,7 +255,8 @@ def merge_writes(proc, block_cursor_):
         raise SchedulingError("merge_writes: the two statements do not provably write the "
                               "same element", proc, [p1, p2_])
     name = s1.name
-    if name in _data_reads(s2.rhs):
+    base = _bases(proc)
+    if base(name) in {base(n) for n in _data_reads(s2.rhs)}:
         raise SchedulingError(f"merge_writes: the second statement reads '{name}'", proc,
                               [p2_])
     unsafe = False

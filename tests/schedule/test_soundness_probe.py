@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from sched_util import P, same
 
-from exogpu_verify.schedule import (SchedulingError, divide_loop, lift_alloc, sink_alloc,
-                                    stage_mem)
+from exogpu_verify.schedule import (SchedulingError, divide_loop, inline_assign, lift_alloc,
+                                    merge_writes, sink_alloc, stage_mem)
 
 # ---------------------------------------------------------------- divide_loop: cut tails
 
@@ -88,3 +88,57 @@ def f(b: bool, A: f32[8], y: f32[8]):
     p1 = stage_mem(p, p.find_loop("j"), "A[0:8]", "As")
     for b in (True, False):
         same(p, p1, {"b": b})
+
+
+# ------------------------------------- inline_assign / merge_writes: window aliases
+
+
+def test_inline_assign_sees_a_write_through_a_window_alias():
+    # w[0] = 5.0 writes A[0]: inlined, B[0] would get 5.0 instead of the old A[0]
+    p = P("""
+def f(A: f32[4], B: f32[4]):
+    x: f32 @ DRAM
+    x = A[0]
+    w = A[0:4]
+    w[0] = 5.0
+    B[0] = x
+""")
+    with pytest.raises(SchedulingError, match="'w' is written after the assignment"):
+        inline_assign(p, "x = _")
+
+
+def test_inline_assign_sees_a_read_through_a_window_alias():
+    p = P("""
+def f(A: f32[4], B: f32[4]):
+    x: f32 @ DRAM
+    w = A[0:4]
+    x = w[0]
+    A[0] = 5.0
+    B[0] = x
+""")
+    with pytest.raises(SchedulingError, match="'A' is written after the assignment"):
+        inline_assign(p, "x = _")
+
+
+def test_merge_writes_sees_a_read_through_a_window_alias():
+    # w[1] reads what the first write stored; merged, it would read the old A[1]
+    p = P("""
+def f(A: f32[4], B: f32[4]):
+    w = A[0:4]
+    A[1] = B[0]
+    A[1] = w[1] + 1.0
+""")
+    with pytest.raises(SchedulingError, match="the second statement reads 'A'"):
+        merge_writes(p, p.find("A[1] = _").expand(0, 1))
+
+
+def test_inline_assign_without_alias_writes_is_accepted():
+    p = P("""
+def f(A: f32[4], B: f32[4]):
+    x: f32 @ DRAM
+    x = A[0] * 2.0
+    w = B[0:4]
+    w[1] = 3.0
+    B[0] = x
+""")
+    same(p, inline_assign(p, "x = _"), {})
