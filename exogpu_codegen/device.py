@@ -23,13 +23,14 @@ from exogpu_verify.analysis import StaticInfo
 from exogpu_verify.analysis.tiling import Affine
 from exogpu_verify.ir import nodes as N
 from exogpu_verify.ir.affine import const_value
-from exogpu_verify.ir.timelines import wgmma_async_instr, wgmma_fence_1, wgmma_zero_instr
+from exogpu_verify.ir.timelines import wgmma_fence_1
 
 from . import sync as S
 from .buffers import Buf, c_order_strides
 from .cexpr import Ctl, cname, convert, cpp_type, data_expr_t
 from .emitter import Lines
 from .kernel_facts import bulk_wait_read, proxy_space
+from .lazy_zero import LazyZero
 from .errors import not_supported
 from . import stmt_facts as SF
 from .smem import SMEM_LIMIT, plan_smem, shard_shape
@@ -79,6 +80,7 @@ class KernelGen:
         self.L = Lines()
         self.cnames: dict[str, str] = {}
         self.name = f"exo_kernel{k}_{p.name}"
+        self.lazy_zero = LazyZero(p)
 
     # ------------------------------------------------------------ entry
     def generate(self) -> KernelCode:
@@ -652,11 +654,8 @@ class KernelGen:
                 if not isinstance(a, N.WindowExpr):
                     raise not_supported(f"argument {prm.name} of {callee.name}()", s)
                 buf = self._buf(a.name, ctx, a)
-                if buf.scale_d is not None and (
-                        info.timeline == wgmma_zero_instr or
-                        (info.timeline == wgmma_async_instr and
-                         (a.name in self._zeroed()[0] or a.name not in self._zeroed()[1]))):
-                    _check_whole_flag_tile(buf, a, callee, s)
+                if buf.scale_d is not None:
+                    self.lazy_zero.check(buf, a, callee, s)
                 args.update(buf.instr_args(prm.name, a, ctx.ctl))
             else:
                 v = const_value(a)
@@ -679,23 +678,6 @@ class KernelGen:
             raise not_supported(f"instantiating the codegen template of {callee.name}() "
                                 f"({type(e).__name__}: {e})", s) from None
         L(f"{{ {pre}{code} }}" if pre else code)
-
-    def _zeroed(self) -> tuple[set, set]:
-        """(names some ``wgmma_zero`` of the procedure names, names of the procedure's
-        allocations): a wgmma on a zeroed accumulator, or on a name that is not an allocation
-        (a window statement), consumes a lazy-zero flag."""
-        z = getattr(self, "_zeroed_names", None)
-        if z is None:
-            from exogpu_verify.analysis.walk import iter_stmts
-            z = (set(), set())
-            for _, st in iter_stmts(self.p.body, ()):
-                if isinstance(st, N.Call) and st.callee.instr is not None and \
-                        st.callee.instr.timeline == wgmma_zero_instr:
-                    z[0].update(a.name for a in st.args if isinstance(a, N.WindowExpr))
-                elif isinstance(st, N.Alloc):
-                    z[1].add(st.name)
-            self._zeroed_names = z
-        return z
 
     def _inline_instr(self, s: N.Call, ctx: Ctx):
         """An instruction without ``codegen`` whose body is ordinary single-thread code is
@@ -806,23 +788,3 @@ class KernelGen:
             L(f"{{ const int exo_j = {j}; if (exo_j >= 0) {{ {wait}{fence} }} }}")
         else:
             L(f"{{ const int exo_j = {j}; {wait}{fence} }}")
-
-
-def _check_whole_flag_tile(buf, w: N.WindowExpr, callee, node) -> None:
-    """A wgmma or ``wgmma_zero`` on an ``Sm90_RmemMatrixD`` accumulator uses the lazy-zero
-    flag of the tile it names: one flag per shard tile (its last three dimensions), which the
-    ``wgmma_zero`` sets to 0 and the next wgmma on the tile consumes (``scale-d = 0``). The
-    checkers model the zero per element (the next wgmma on each element writes its zeros), so
-    a window covering only part of the tile would let the flag zero elements a later
-    ``wgmma_zero`` did not name, or leave elements the wgmma_zero named uninitialised for a
-    second wgmma on the same tile: refuse it."""
-    for a, ext in zip(w.idx[-3:], buf.shape[-3:]):
-        whole = (isinstance(a, N.Interval) and const_value(a.lo) == 0 and ext.isdigit()
-                 and const_value(a.hi) == int(ext))
-        if not whole:
-            raise not_supported(
-                f"{callee.name}() on part of the accumulator tile '{w.name}' (its lazy-zero "
-                "flag is one per tile: a wgmma_zero and the wgmmas it prepares must each "
-                "cover the whole tile)", node,
-                hint="give each wgmma shape its own accumulator allocation, or zero and "
-                     "accumulate whole tiles")
