@@ -198,7 +198,6 @@ def test_sizes_too_large_to_check_are_unknown_at_once_naming_the_task_loop(tmp_p
     assert "would run at least 4.61e+18 tasks (the cuda_tasks loop over `task` at " \
            f"{p.srcinfo.file}:12), more than it can run within the timeout; check at " \
            "smaller sizes" in r.reason
-    assert r.seconds < 5  # said up front, not after the timeout
 
 
 def test_huge_sizes_need_no_memory_proportional_to_them(tmp_path, monkeypatch):
