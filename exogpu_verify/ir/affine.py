@@ -56,6 +56,16 @@ def extent(iv: Interval):
     return BinOp("-", iv.hi, iv.lo, iv.hi.type)
 
 
+def _divisor(e: BinOp) -> int:
+    """The constant divisor of ``e`` (a ``/`` or ``%``); ``NotAffine`` unless positive."""
+    c = const_value(e.rhs)
+    if c is None:
+        raise NotAffine(e, f"'{e.op}' by a non-constant")
+    if c <= 0:
+        raise NotAffine(e, f"'{e.op}' by a non-positive constant {c}")
+    return c
+
+
 def check_quasi_affine(e: Expr) -> None:
     """Raise ``NotAffine`` if the integer expression ``e`` is not quasi-affine."""
     if isinstance(e, Const):
@@ -81,11 +91,7 @@ def check_quasi_affine(e: Expr) -> None:
             check_quasi_affine(e.rhs)
             return
         if e.op in ("/", "%"):
-            c = const_value(e.rhs)
-            if c is None:
-                raise NotAffine(e, f"'{e.op}' by a non-constant")
-            if c <= 0:
-                raise NotAffine(e, f"'{e.op}' by a non-positive constant {c}")
+            _divisor(e)
             check_quasi_affine(e.lhs)
             return
     raise NotAffine(e, "not an affine integer expression")
@@ -117,11 +123,7 @@ def to_isl_str(e: Expr, rename: dict[str, str] | None = None) -> str:
         if e.op in ("+", "-"):
             return f"({a} {e.op} {b})"
         if e.op in ("/", "%"):
-            c = const_value(e.rhs)
-            if c is None:
-                raise NotAffine(e, f"'{e.op}' by a non-constant")
-            if c <= 0:
-                raise NotAffine(e, f"'{e.op}' by a non-positive constant {c}")
+            _divisor(e)
             return f"floor(({a})/{b})" if e.op == "/" else f"(({a}) mod {b})"
     raise NotAffine(e, "not an affine integer expression")
 
