@@ -379,6 +379,21 @@ def _atomic_proxy(mem, timeline) -> str:
     return q[0].proxy if q else ""
 
 
+def _map_accesses(stmts: tuple, f) -> tuple:
+    """``stmts`` with every ``AmAccess`` ``a`` replaced by ``f(a)``, at any depth."""
+    out = []
+    for s in stmts:
+        if type(s) is A.AmAccess:
+            s = f(s)
+        else:
+            ch = {k: _map_accesses(getattr(s, k), f)
+                  for k in ("body", "orelse") if getattr(s, k, None)}
+            if ch:
+                s = dataclasses.replace(s, **ch)
+        out.append(s)
+    return tuple(out)
+
+
 def _demote_cross_proxy_atomics(stmts: tuple, mixed: dict) -> tuple:
     """``stmts`` with every atomic access to a base of ``mixed`` (base name -> its memory)
     that is not made through the async proxy turned into a read-write mutation.
@@ -390,39 +405,25 @@ def _demote_cross_proxy_atomics(stmts: tuple, mixed: dict) -> tuple:
     holds only within one proxy. Demoting the generic ones orders each of them against every
     other access of the element (stricter for two generic atomics of such a tensor), and leaves
     the async-proxy reductions atomic among themselves."""
-    out = []
-    for s in stmts:
-        if type(s) is A.AmAccess:
-            if s.mode == "atomic" and s.name in mixed and \
-                    _atomic_proxy(mixed[s.name], s.instr_tl) != "async":
-                proxy = _atomic_proxy(mixed[s.name], s.instr_tl) or "generic"
-                s = dataclasses.replace(s, mode="rw", what=(
-                    f"{s.what} (atomic in the {proxy} proxy only, not with the async "
-                    "proxy's reductions of the same tensor)"))
-        else:
-            ch = {f: _demote_cross_proxy_atomics(getattr(s, f), mixed)
-                  for f in ("body", "orelse") if getattr(s, f, None)}
-            if ch:
-                s = dataclasses.replace(s, **ch)
-        out.append(s)
-    return tuple(out)
+    def demote(s):
+        if s.mode != "atomic" or s.name not in mixed:
+            return s
+        proxy = _atomic_proxy(mixed[s.name], s.instr_tl)
+        if proxy == "async":
+            return s
+        return dataclasses.replace(s, mode="rw", what=(
+            f"{s.what} (atomic in the {proxy or 'generic'} proxy only, not with the async "
+            "proxy's reductions of the same tensor)"))
+
+    return _map_accesses(stmts, demote)
 
 
 def _unorder_mixed_shapes(stmts: tuple, mixed: dict) -> tuple:
     """``stmts`` with every hardware-ordered access to an accumulator of ``mixed`` (base name
     -> its memory) marked ``hw_order=False``."""
-    out = []
-    for s in stmts:
-        if type(s) is A.AmAccess:
-            if s.name in mixed and _hw_ordered_operand(mixed[s.name], s.instr_tl):
-                s = dataclasses.replace(s, hw_order=False)
-        else:
-            ch = {f: _unorder_mixed_shapes(getattr(s, f), mixed)
-                  for f in ("body", "orelse") if getattr(s, f, None)}
-            if ch:
-                s = dataclasses.replace(s, **ch)
-        out.append(s)
-    return tuple(out)
+    return _map_accesses(stmts, lambda s: dataclasses.replace(s, hw_order=False)
+                         if s.name in mixed and _hw_ordered_operand(mixed[s.name], s.instr_tl)
+                         else s)
 
 
 def lower_to_amir(p: N.Procedure) -> A.AmProc:
